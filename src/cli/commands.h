@@ -1,0 +1,13 @@
+#pragma once
+// The subcommands: each adds itself to the app and binds its options struct.
+namespace CLI {
+class App;
+}
+
+namespace copytask {
+struct StudyCommandOptions;
+
+CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options);
+CLI::App* compare_command_add(CLI::App& app, StudyCommandOptions& options);
+
+}  // namespace copytask

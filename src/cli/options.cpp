@@ -1,0 +1,97 @@
+#include "cli/options.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "compat/torch_compat.h"
+#include "config/config.h"
+#include "report/results.h"
+#include "study/study.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace fs = std::filesystem;
+
+void study_options_bind(CLI::App& command, StudyCommandOptions& options) {
+  command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
+  command.add_option("--out", options.out_dir, "output folder (default: runs/<time>-<command>-<name>)");
+  command.add_flag("--print-config", options.print_config, "print the resolved config as JSON and exit");
+  command.add_option("overrides", options.overrides,
+                     "key=value overrides with dotted keys, e.g. model.positional=rope train.seeds=[0,1,2]");
+}
+
+namespace {
+
+std::string default_out_dir(const std::string& command, const std::string& name) {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  std::string base = "runs/" + std::string(stamp) + "-" + command + "-" + name;
+  std::string candidate = base;
+  for (int i = 2; fs::exists(candidate); ++i) candidate = base + "-" + std::to_string(i);
+  return candidate;
+}
+
+void print_config_table(const Config& config) {
+  std::printf("+-%-28s-+-%-44s-+\n", "----------------------------", "--------------------------------------------");
+  for (const auto& [key, value] : config_flatten(config)) std::printf("| %-28s | %-44s |\n", key.c_str(), value.c_str());
+  std::printf("+-%-28s-+-%-44s-+\n", "----------------------------", "--------------------------------------------");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line) {
+  Config config;
+  std::vector<StudyScheme> schemes;
+  StudyOptions study;
+  try {
+    config = config_resolve(options.config_file.empty() ? std::nullopt : std::optional<std::string>(options.config_file),
+                            options.overrides);
+    if (options.print_config) {
+      std::printf("%s\n", config_to_json(config).dump(2).c_str());
+      return kExitOk;
+    }
+    schemes = command == "compare" ? study_schemes_for_compare(config) : study_schemes_for_train(config);
+    study.device = device_resolve(config.train.device);
+    std::string name = command == "compare"
+                           ? (options.config_file.empty() ? "defaults" : fs::path(options.config_file).stem().string())
+                           : schemes.front().name;
+    study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
+    study_check_out_dir(study.out_dir);
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "copytask %s: config error: %s\n", command.c_str(), error.what());
+    return kExitBadInput;
+  }
+
+  study.threads = threads_configure(config.train.threads);
+  study.command_line = command_line;
+  study.progress_line = isatty(fileno(stderr));
+  print_config_table(config);
+  spdlog::info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
+               study.device.str(), study.threads, study.out_dir);
+  try {
+    nlohmann::json results = study_run(config, schemes, study);
+    std::vector<std::string> order;
+    for (const auto& scheme : schemes) order.push_back(scheme.name);
+    std::printf("\n%s", table_format(results_table(results, order)).c_str());
+    std::printf("\nresults: %s/results.json\n", study.out_dir.c_str());
+    return kExitOk;
+  } catch (const Interrupted&) {
+    spdlog::warn("interrupted; finished batches are kept in {}", study.out_dir);
+    return kExitInterrupted;
+  } catch (const std::exception& error) {
+    spdlog::error("{} failed: {}", command, error.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace copytask

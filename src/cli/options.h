@@ -1,0 +1,30 @@
+#pragma once
+// Options shared by the study commands (train, compare): one plain struct, bound to CLI11
+// options, resolved and validated before any work starts.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace copytask {
+
+struct StudyCommandOptions {
+  std::string config_file;              // --config FILE ("" = defaults only)
+  std::vector<std::string> overrides;   // key=value ...
+  std::string out_dir;                  // --out DIR ("" = runs/<time>-<command>-<name>)
+  bool print_config = false;            // --print-config: print the resolved config and exit
+};
+
+// Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
+constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
+
+void study_options_bind(CLI::App& command, StudyCommandOptions& options);
+
+// Resolves the config, checks the device and output folder, prints the resolved config,
+// runs the study and prints the comparison table. `command` is "train" or "compare".
+int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line);
+
+}  // namespace copytask

@@ -1,0 +1,54 @@
+#include "compat/torch_compat.h"
+
+#include <thread>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+#include <torch/utils.h>
+#include <torch/version.h>
+
+#include "config/config.h"
+
+namespace copytask {
+
+at::Generator generator_make(const c10::Device& device, uint64_t seed) {
+  if (device.is_cpu()) return at::detail::createCPUGenerator(seed);
+  // Any other device: clone its default generator (no device headers needed here, and the
+  // same call in 1.13 and 2.x), then reseed the clone.
+  at::Generator generator = at::globalContext().defaultGenerator(device).clone();
+  generator.set_current_seed(seed);
+  return generator;
+}
+
+c10::Device device_resolve(const std::string& name) {
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  const bool has_cuda = torch::cuda::is_available();
+  if (name == "cuda") {
+    if (!has_cuda)
+      throw ConfigError("train.device = cuda: no CUDA device is visible to this LibTorch build (" +
+                        torch_version_string() + "); use train.device=cpu or auto");
+    return c10::Device(c10::kCUDA, 0);
+  }
+  if (name == "auto") return has_cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  throw ConfigError("train.device = " + name + ": must be auto, cpu or cuda");
+}
+
+std::string torch_version_string() { return TORCH_VERSION; }
+
+int threads_configure(int64_t requested) {
+  int threads = static_cast<int>(requested);
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  torch::set_num_threads(threads);
+  return torch::get_num_threads();
+}
+
+uint64_t stream_seed(uint64_t seed, uint64_t stream) {
+  // splitmix64 of (seed, stream): well-mixed, so nearby seeds give unrelated streams.
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace copytask

@@ -1,0 +1,50 @@
+// Scheme helpers and the flattened view of a config.
+#include "config/config.h"
+
+namespace copytask {
+
+const std::vector<std::string>& positional_names() {
+  static const std::vector<std::string> names = {"none", "sinusoidal", "learned", "rope", "alibi"};
+  return names;
+}
+
+std::string scheme_name_of(const ModelConfig& model) {
+  return model.positional + (model.causal ? "+causal" : "");
+}
+
+Config config_for_scheme(const Config& base, const SchemeSpec& scheme) {
+  Config config = config_with_overrides(base, scheme.overrides, "compare scheme '" + scheme.name + "'");
+  try {
+    config_validate(config);
+  } catch (const ConfigError& error) {
+    throw ConfigError("compare scheme '" + scheme.name + "': " + error.what());
+  }
+  return config;
+}
+
+namespace {
+void flatten_into(const nlohmann::json& value, const std::string& key,
+                  std::vector<std::pair<std::string, std::string>>& out) {
+  if (value.is_object() && key.find('.') == std::string::npos) {
+    for (const auto& item : value.items())
+      flatten_into(item.value(), key.empty() ? item.key() : key + "." + item.key(), out);
+  } else if (key == "compare.schemes") {
+    for (const auto& scheme : value) {
+      std::string overrides;
+      for (const auto& item : scheme.items())
+        if (item.key() != "name") overrides += (overrides.empty() ? "" : " ") + item.key() + "=" + item.value().dump();
+      out.emplace_back("compare.schemes[" + scheme.at("name").get<std::string>() + "]", overrides);
+    }
+  } else {
+    out.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> config_flatten(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  flatten_into(config_to_json(config), "", out);
+  return out;
+}
+
+}  // namespace copytask

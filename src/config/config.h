@@ -1,0 +1,105 @@
+#pragma once
+// The resolved configuration: one plain struct per area, defaults = the reference
+// protocol (DESIGN.md section 1). Resolution order: defaults < --config file < key=value
+// overrides, then validation. Every problem is a ConfigError naming the key.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace copytask {
+
+// A bad config: the message names the key, the value and what is allowed.
+// The command line turns it into exit code 2 before any work starts.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TaskConfig {
+  int64_t vocab_size = 11;  // 0 = padding, 1..vocab_size-2 = content, vocab_size-1 = <copy>
+  int64_t context = 10;     // sequence length T, input and output
+  int64_t min_len = 1;      // content tokens per example, at least
+  int64_t max_len = 8;      // content tokens per example, at most
+  int64_t examples = 10000; // unique examples, train + test
+  double test_fraction = 0.1;
+  int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
+};
+
+struct ModelConfig {
+  int64_t embed = 20;       // D
+  int64_t heads = 1;        // H, must divide embed
+  int64_t blocks = 2;       // pre-LN transformer blocks
+  int64_t hidden = 32;      // F, feed-forward hidden width
+  double dropout = 0.1;
+  std::string positional = "sinusoidal";  // none | sinusoidal | learned | rope | alibi
+  bool causal = false;      // attention mask: position i sees only j <= i
+};
+
+struct TrainConfig {
+  int64_t steps = 2000;
+  int64_t batch_size = 0;   // 0 = full batch (the reference protocol)
+  double lr = 3e-4;         // Adam
+  int64_t eval_every = 100; // steps between evaluations (and always at the last step)
+  std::vector<int64_t> seeds = {0, 1, 2, 3, 4};
+  std::string device = "auto";  // auto | cpu | cuda
+  int64_t threads = 0;      // CPU threads for LibTorch; 0 = one per core
+};
+
+struct ReportConfig {
+  std::vector<std::string> probes = {"7 1 8 2"};  // content tokens; <copy> and padding are added
+};
+
+// One scheme of a comparison: a name and the dotted overrides that make it,
+// e.g. {"name": "alibi+causal", "model.positional": "alibi", "model.causal": true}.
+struct SchemeSpec {
+  std::string name;
+  nlohmann::json overrides = nlohmann::json::object();  // dotted key -> value
+};
+
+struct CompareConfig {
+  std::vector<SchemeSpec> schemes;  // defaults: the six schemes of the reference study
+};
+
+struct Config {
+  TaskConfig task;
+  ModelConfig model;
+  TrainConfig train;
+  ReportConfig report;
+  CompareConfig compare = default_compare();
+
+  static CompareConfig default_compare();
+};
+
+// The positional schemes the model implements.
+const std::vector<std::string>& positional_names();
+
+// Resolution: defaults, then the file (JSON, // comments allowed), then each "key=value"
+// (value parsed as JSON, else taken as a string), then config_validate. Throws ConfigError.
+Config config_resolve(const std::optional<std::string>& file_path,
+                      const std::vector<std::string>& overrides);
+
+// JSON round trip. config_from_json checks every key and type against the defaults.
+nlohmann::json config_to_json(const Config& config);
+Config config_from_json(const nlohmann::json& json);
+
+// Applies dotted overrides (a JSON object of "a.b": value) to a config; throws ConfigError.
+Config config_with_overrides(const Config& config, const nlohmann::json& dotted_overrides,
+                             const std::string& origin);
+
+// Range and consistency checks; throws ConfigError naming the key.
+void config_validate(const Config& config);
+
+// The config of one scheme of a comparison (base + the scheme's overrides), validated.
+Config config_for_scheme(const Config& base, const SchemeSpec& scheme);
+
+// The name `train` gives its one scheme: the positional name, "+causal" when causal is on.
+std::string scheme_name_of(const ModelConfig& model);
+
+// The resolved config flattened to "key = value" lines, for the start-of-run table.
+std::vector<std::pair<std::string, std::string>> config_flatten(const Config& config);
+
+}  // namespace copytask

@@ -1,0 +1,317 @@
+// Config <-> JSON, the --config file and key=value overrides. Every key and type is
+// checked against the defaults, so an unknown key or a wrong type never passes silently.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "config/config.h"
+
+namespace copytask {
+namespace {
+
+using nlohmann::json;
+
+std::string type_name(const json& value) {
+  if (value.is_boolean()) return "a boolean";
+  if (value.is_number_integer() || value.is_number_unsigned()) return "an integer";
+  if (value.is_number_float()) return "a number";
+  if (value.is_string()) return "a string";
+  if (value.is_array()) return "a list";
+  if (value.is_object()) return "an object";
+  return "null";
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// "did you mean 'model.heads'?" plus the keys allowed at that level.
+std::string unknown_key_message(const std::string& key, const json& level,
+                                const std::string& prefix) {
+  std::string leaf = key.substr(prefix.size());
+  std::string best;
+  size_t best_distance = 4;  // suggest only close matches
+  std::string allowed;
+  for (const auto& item : level.items()) {
+    allowed += (allowed.empty() ? "" : ", ") + prefix + item.key();
+    size_t distance = edit_distance(leaf, item.key());
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = prefix + item.key();
+    }
+  }
+  std::string message = "unknown key '" + key + "'";
+  if (!best.empty()) message += "; did you mean '" + best + "'?";
+  message += " Allowed keys here: " + allowed;
+  return message;
+}
+
+// Checks that `value` may replace `expected` (a default) at `key`, and returns it in the
+// default's type: an integer key accepts an integral number (1e4), a number key an integer.
+json checked_leaf(const std::string& key, const json& expected, const json& value) {
+  auto wrong = [&](const std::string& wanted) {
+    return ConfigError(key + " = " + value.dump() + ": expected " + wanted + ", got " +
+                       type_name(value));
+  };
+  if (expected.is_boolean()) {
+    if (!value.is_boolean()) throw wrong("true or false");
+    return value;
+  }
+  if (expected.is_number_integer() || expected.is_number_unsigned()) {
+    if (value.is_number_integer() || value.is_number_unsigned()) return value;
+    if (value.is_number_float()) {
+      double number = value.get<double>();
+      if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15)
+        return json(static_cast<int64_t>(number));
+    }
+    throw wrong("an integer");
+  }
+  if (expected.is_number_float()) {
+    if (!value.is_number()) throw wrong("a number");
+    return json(value.get<double>());
+  }
+  if (expected.is_string()) {
+    if (!value.is_string()) throw wrong("a string");
+    return value;
+  }
+  if (expected.is_array()) {
+    if (!value.is_array()) throw wrong("a list, e.g. [0, 1, 2]");
+    if (expected.empty()) return value;
+    json out = json::array();
+    for (size_t i = 0; i < value.size(); ++i)
+      out.push_back(checked_leaf(key + "[" + std::to_string(i) + "]", expected[0], value[i]));
+    return out;
+  }
+  if (expected.is_object()) {
+    if (!value.is_object()) throw wrong("an object");
+    return value;  // list items such as compare.schemes entries: checked by their parser
+  }
+  throw wrong(type_name(expected));
+}
+
+// Merges `patch` into `target` (the defaults or a config), refusing unknown keys and types.
+void merge_checked(json& target, const json& patch, const std::string& prefix) {
+  if (!patch.is_object())
+    throw ConfigError((prefix.empty() ? std::string("the config") : prefix.substr(0, prefix.size() - 1)) +
+                      " must be a JSON object, got " + type_name(patch));
+  for (const auto& item : patch.items()) {
+    const std::string key = prefix + item.key();
+    if (!target.contains(item.key())) throw ConfigError(unknown_key_message(key, target, prefix));
+    json& slot = target[item.key()];
+    bool is_section = slot.is_object() && prefix.empty();
+    if (is_section) {
+      merge_checked(slot, item.value(), key + ".");
+    } else {
+      slot = checked_leaf(key, slot, item.value());
+    }
+  }
+}
+
+// Dotted key -> nested patch: "model.heads", 2 -> {"model": {"heads": 2}}.
+json nested_patch(const std::string& dotted_key, const json& value) {
+  if (dotted_key.empty()) throw ConfigError("an override has an empty key; write key=value, e.g. model.heads=2");
+  std::vector<std::string> parts;
+  std::stringstream stream(dotted_key);
+  std::string part;
+  while (std::getline(stream, part, '.')) {
+    if (part.empty())
+      throw ConfigError("key '" + dotted_key + "' has an empty part; write e.g. model.heads");
+    parts.push_back(part);
+  }
+  if (dotted_key.back() == '.')
+    throw ConfigError("key '" + dotted_key + "' ends with '.'; write e.g. model.heads");
+  json patch = value;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) patch = json{{*it, patch}};
+  return patch;
+}
+
+json scheme_to_json(const SchemeSpec& scheme) {
+  json out = {{"name", scheme.name}};
+  for (const auto& item : scheme.overrides.items()) out[item.key()] = item.value();
+  return out;
+}
+
+// A compare.schemes entry: {"name": ..., "<dotted key>": value, ...}. Only model.* and
+// train.* may vary between schemes: the data (task.*) is shared by the whole study.
+SchemeSpec scheme_from_json(const json& entry, size_t index, const json& defaults) {
+  const std::string where = "compare.schemes[" + std::to_string(index) + "]";
+  if (!entry.is_object())
+    throw ConfigError(where + " = " + entry.dump() +
+                      ": expected an object like {\"name\": \"rope\", \"model.positional\": \"rope\"}");
+  if (!entry.contains("name") || !entry["name"].is_string())
+    throw ConfigError(where + " has no \"name\" (a string); every scheme needs a name, e.g. \"rope\"");
+  SchemeSpec scheme;
+  scheme.name = entry["name"].get<std::string>();
+  for (const auto& item : entry.items()) {
+    if (item.key() == "name") continue;
+    const std::string& key = item.key();
+    if (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)
+      throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
+                        "' cannot vary between schemes; a scheme may override model.* and train.* keys only");
+    // Check the key and type now, so a typo is reported with the scheme's name.
+    json probe = defaults;
+    try {
+      merge_checked(probe, nested_patch(key, item.value()), "");
+    } catch (const ConfigError& error) {
+      throw ConfigError(where + " (\"" + scheme.name + "\"): " + error.what());
+    }
+    scheme.overrides[key] = item.value();
+  }
+  return scheme;
+}
+
+template <typename T>
+T get_leaf(const json& section, const char* key) {
+  return section.at(key).get<T>();
+}
+
+Config config_from_checked_json(const json& j, const json& defaults) {
+  Config c;
+  const json& task = j.at("task");
+  c.task.vocab_size = get_leaf<int64_t>(task, "vocab_size");
+  c.task.context = get_leaf<int64_t>(task, "context");
+  c.task.min_len = get_leaf<int64_t>(task, "min_len");
+  c.task.max_len = get_leaf<int64_t>(task, "max_len");
+  c.task.examples = get_leaf<int64_t>(task, "examples");
+  c.task.test_fraction = get_leaf<double>(task, "test_fraction");
+  c.task.seed = get_leaf<int64_t>(task, "seed");
+  const json& model = j.at("model");
+  c.model.embed = get_leaf<int64_t>(model, "embed");
+  c.model.heads = get_leaf<int64_t>(model, "heads");
+  c.model.blocks = get_leaf<int64_t>(model, "blocks");
+  c.model.hidden = get_leaf<int64_t>(model, "hidden");
+  c.model.dropout = get_leaf<double>(model, "dropout");
+  c.model.positional = get_leaf<std::string>(model, "positional");
+  c.model.causal = get_leaf<bool>(model, "causal");
+  const json& train = j.at("train");
+  c.train.steps = get_leaf<int64_t>(train, "steps");
+  c.train.batch_size = get_leaf<int64_t>(train, "batch_size");
+  c.train.lr = get_leaf<double>(train, "lr");
+  c.train.eval_every = get_leaf<int64_t>(train, "eval_every");
+  c.train.seeds = get_leaf<std::vector<int64_t>>(train, "seeds");
+  c.train.device = get_leaf<std::string>(train, "device");
+  c.train.threads = get_leaf<int64_t>(train, "threads");
+  c.report.probes = get_leaf<std::vector<std::string>>(j.at("report"), "probes");
+  c.compare.schemes.clear();
+  const json& schemes = j.at("compare").at("schemes");
+  for (size_t i = 0; i < schemes.size(); ++i)
+    c.compare.schemes.push_back(scheme_from_json(schemes[i], i, defaults));
+  return c;
+}
+
+const json& defaults_json() {
+  static const json defaults = config_to_json(Config{});
+  return defaults;
+}
+
+json parse_json_text(const std::string& text, const std::string& origin) {
+  try {
+    return json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const json::parse_error& error) {
+    throw ConfigError(origin + " is not valid JSON: " + error.what() +
+                      " (byte " + std::to_string(error.byte) + "); fix the syntax there");
+  }
+}
+
+}  // namespace
+
+CompareConfig Config::default_compare() {
+  CompareConfig compare;
+  auto scheme = [](const std::string& name, const std::string& positional, bool causal) {
+    SchemeSpec spec{name, json::object()};
+    spec.overrides["model.positional"] = positional;
+    spec.overrides["model.causal"] = causal;
+    return spec;
+  };
+  compare.schemes = {scheme("none", "none", false),     scheme("sinusoidal", "sinusoidal", false),
+                     scheme("learned", "learned", false), scheme("rope", "rope", false),
+                     scheme("alibi", "alibi", false),   scheme("alibi+causal", "alibi", true)};
+  return compare;
+}
+
+json config_to_json(const Config& c) {
+  json schemes = json::array();
+  for (const auto& scheme : c.compare.schemes) schemes.push_back(scheme_to_json(scheme));
+  return {
+      {"task", {{"vocab_size", c.task.vocab_size}, {"context", c.task.context},
+                {"min_len", c.task.min_len}, {"max_len", c.task.max_len},
+                {"examples", c.task.examples}, {"test_fraction", c.task.test_fraction},
+                {"seed", c.task.seed}}},
+      {"model", {{"embed", c.model.embed}, {"heads", c.model.heads}, {"blocks", c.model.blocks},
+                 {"hidden", c.model.hidden}, {"dropout", c.model.dropout},
+                 {"positional", c.model.positional}, {"causal", c.model.causal}}},
+      {"train", {{"steps", c.train.steps}, {"batch_size", c.train.batch_size}, {"lr", c.train.lr},
+                 {"eval_every", c.train.eval_every}, {"seeds", c.train.seeds},
+                 {"device", c.train.device}, {"threads", c.train.threads}}},
+      {"report", {{"probes", c.report.probes}}},
+      {"compare", {{"schemes", schemes}}},
+  };
+}
+
+Config config_from_json(const json& j) {
+  json merged = defaults_json();
+  merge_checked(merged, j, "");
+  return config_from_checked_json(merged, defaults_json());
+}
+
+Config config_with_overrides(const Config& config, const json& dotted_overrides,
+                             const std::string& origin) {
+  json merged = config_to_json(config);
+  for (const auto& item : dotted_overrides.items()) {
+    try {
+      merge_checked(merged, nested_patch(item.key(), item.value()), "");
+    } catch (const ConfigError& error) {
+      throw ConfigError(origin + ": " + error.what());
+    }
+  }
+  return config_from_checked_json(merged, defaults_json());
+}
+
+Config config_resolve(const std::optional<std::string>& file_path,
+                      const std::vector<std::string>& overrides) {
+  json merged = defaults_json();
+  if (file_path) {
+    std::ifstream file(*file_path);
+    if (!file)
+      throw ConfigError("--config " + *file_path + ": cannot open the file; check the path (configs/ has ready ones)");
+    std::stringstream text;
+    text << file.rdbuf();
+    json from_file = parse_json_text(text.str(), "--config " + *file_path);
+    try {
+      merge_checked(merged, from_file, "");
+    } catch (const ConfigError& error) {
+      throw ConfigError("in " + *file_path + ": " + error.what());
+    }
+  }
+  for (const auto& override_text : overrides) {
+    size_t equals = override_text.find('=');
+    if (equals == std::string::npos)
+      throw ConfigError("'" + override_text + "' is not key=value; write e.g. model.heads=2");
+    std::string key = override_text.substr(0, equals);
+    std::string value_text = override_text.substr(equals + 1);
+    json value;
+    try {
+      value = json::parse(value_text);
+    } catch (const json::parse_error&) {
+      value = value_text;  // not JSON: a plain string such as rope
+    }
+    merge_checked(merged, nested_patch(key, value), "");
+  }
+  Config config = config_from_checked_json(merged, defaults_json());
+  config_validate(config);
+  return config;
+}
+
+}  // namespace copytask

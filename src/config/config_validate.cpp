@@ -1,0 +1,131 @@
+// Range and consistency checks. Each message names the key, the value and what is allowed,
+// so the user can fix the config without reading the code.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "config/config.h"
+#include "task/copy_task.h"
+
+namespace copytask {
+namespace {
+
+std::string str(double value) {
+  std::string text = std::to_string(value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
+}
+
+void require(bool ok, const std::string& key, const std::string& value, const std::string& allowed) {
+  if (!ok) throw ConfigError(key + " = " + value + ": " + allowed);
+}
+
+void validate_task(const TaskConfig& t) {
+  require(t.vocab_size >= 3 && t.vocab_size <= 100000, "task.vocab_size", std::to_string(t.vocab_size),
+          "must be 3..100000 (padding, at least one content token, <copy>)");
+  require(t.context >= 2 && t.context <= 4096, "task.context", std::to_string(t.context), "must be 2..4096");
+  require(t.min_len >= 1, "task.min_len", std::to_string(t.min_len), "must be at least 1");
+  require(t.max_len >= t.min_len, "task.max_len", std::to_string(t.max_len),
+          "must be at least task.min_len (" + std::to_string(t.min_len) + ")");
+  require(t.min_len + 1 <= t.context, "task.context", std::to_string(t.context),
+          "too short for task.min_len = " + std::to_string(t.min_len) +
+              ": the content and <copy> must fit, so context must be at least " + std::to_string(t.min_len + 1));
+  require(t.max_len + 1 <= t.context, "task.max_len", std::to_string(t.max_len),
+          "content plus <copy> must fit in task.context = " + std::to_string(t.context) +
+              ", so max_len must be at most " + std::to_string(t.context - 1));
+  require(t.test_fraction > 0 && t.test_fraction < 1, "task.test_fraction", str(t.test_fraction),
+          "must be strictly between 0 and 1");
+  require(t.seed >= 0, "task.seed", std::to_string(t.seed), "must be >= 0");
+  const int64_t possible = copy_task_capacity(t);
+  require(t.examples >= 2 && t.examples <= possible, "task.examples", std::to_string(t.examples),
+          "must be 2.." + std::to_string(possible) + ": only " + std::to_string(possible) +
+              " distinct inputs exist with vocab_size " + std::to_string(t.vocab_size) + " and lengths " +
+              std::to_string(t.min_len) + ".." + std::to_string(t.max_len));
+  require(t.examples <= 50'000'000, "task.examples", std::to_string(t.examples), "must be at most 50000000");
+  const auto [train_count, test_count] = copy_task_split_sizes(t);
+  require(test_count >= 1, "task.test_fraction", str(t.test_fraction),
+          "leaves the test split empty with " + std::to_string(t.examples) +
+              " examples; raise task.test_fraction or task.examples");
+  require(train_count >= 1, "task.test_fraction", str(t.test_fraction),
+          "leaves the train split empty; lower it");
+}
+
+void validate_model(const ModelConfig& m) {
+  require(m.embed >= 1 && m.embed <= 4096, "model.embed", std::to_string(m.embed), "must be 1..4096");
+  require(m.heads >= 1 && m.heads <= 256, "model.heads", std::to_string(m.heads), "must be 1..256");
+  require(m.embed % m.heads == 0, "model.heads", std::to_string(m.heads),
+          "must divide model.embed = " + std::to_string(m.embed));
+  require(m.blocks >= 1 && m.blocks <= 64, "model.blocks", std::to_string(m.blocks), "must be 1..64");
+  require(m.hidden >= 1 && m.hidden <= 65536, "model.hidden", std::to_string(m.hidden), "must be 1..65536");
+  require(m.dropout >= 0 && m.dropout < 1, "model.dropout", str(m.dropout), "must be in [0, 1)");
+  const auto& names = positional_names();
+  std::string allowed;
+  for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
+  require(std::find(names.begin(), names.end(), m.positional) != names.end(), "model.positional",
+          "\"" + m.positional + "\"", "must be one of " + allowed);
+  if (m.positional == "rope")
+    require((m.embed / m.heads) % 2 == 0, "model.positional", "\"rope\"",
+            "needs an even head dimension, but model.embed / model.heads = " + std::to_string(m.embed / m.heads) +
+                "; change model.embed or model.heads");
+  if (m.positional == "sinusoidal")
+    require(m.embed % 2 == 0, "model.positional", "\"sinusoidal\"",
+            "needs an even model.embed (sin/cos pairs), got " + std::to_string(m.embed));
+}
+
+void validate_train(const TrainConfig& t, const TaskConfig& task) {
+  require(t.steps >= 1 && t.steps <= 100'000'000, "train.steps", std::to_string(t.steps), "must be >= 1");
+  const int64_t train_count = copy_task_split_sizes(task).first;
+  require(t.batch_size >= 0 && t.batch_size <= train_count, "train.batch_size", std::to_string(t.batch_size),
+          "must be 0 (full batch) or 1.." + std::to_string(train_count) + " (the train split's size)");
+  require(t.lr > 0 && t.lr < 10 && std::isfinite(t.lr), "train.lr", str(t.lr), "must be a positive number below 10");
+  require(t.eval_every >= 1, "train.eval_every", std::to_string(t.eval_every), "must be >= 1");
+  require(!t.seeds.empty(), "train.seeds", "[]", "must list at least one seed, e.g. [0, 1, 2]");
+  std::set<int64_t> seen;
+  for (int64_t seed : t.seeds) {
+    require(seed >= 0, "train.seeds", std::to_string(seed), "seeds must be >= 0");
+    require(seen.insert(seed).second, "train.seeds", std::to_string(seed), "is listed twice; seeds must be distinct");
+  }
+  require(t.device == "auto" || t.device == "cpu" || t.device == "cuda", "train.device", "\"" + t.device + "\"",
+          "must be auto, cpu or cuda");
+  require(t.threads >= 0 && t.threads <= 1024, "train.threads", std::to_string(t.threads),
+          "must be 0 (one per core) or a thread count");
+}
+
+void validate_report(const ReportConfig& r, const TaskConfig& task) {
+  for (size_t i = 0; i < r.probes.size(); ++i) {
+    try {
+      probe_tokens(r.probes[i], task);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError("report.probes[" + std::to_string(i) + "] = \"" + r.probes[i] + "\": " + error.what());
+    }
+  }
+}
+
+void validate_compare(const CompareConfig& c) {
+  require(!c.schemes.empty(), "compare.schemes", "[]", "must list at least one scheme");
+  std::set<std::string> names;
+  for (size_t i = 0; i < c.schemes.size(); ++i) {
+    const std::string& name = c.schemes[i].name;
+    const std::string key = "compare.schemes[" + std::to_string(i) + "].name";
+    require(!name.empty() && name.size() <= 64, key, "\"" + name + "\"", "must be 1..64 characters");
+    bool clean = std::all_of(name.begin(), name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' || ch == '_' || ch == '.';
+    });
+    require(clean && name[0] != '.', key, "\"" + name + "\"",
+            "may hold letters, digits and + - _ . only (it names files), and not start with '.'");
+    require(names.insert(name).second, key, "\"" + name + "\"", "is used twice; scheme names must be distinct");
+  }
+}
+
+}  // namespace
+
+void config_validate(const Config& config) {
+  validate_task(config.task);
+  validate_model(config.model);
+  validate_train(config.train, config.task);
+  validate_report(config.report, config.task);
+  validate_compare(config.compare);
+}
+
+}  // namespace copytask

@@ -1,0 +1,43 @@
+// copytask: how do positional encodings compare on the copy task? Logging setup and
+// dispatch to the subcommands; the work is in the library (src/*/).
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "train/trainer.h"
+#include "version.h"
+
+namespace {
+void on_signal(int) { copytask::stop_request(); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+
+  CLI::App app{"copytask: positional-encoding schemes compared on the copy task"};
+  app.set_version_flag("--version", std::string(copytask::version_string()) + " (" + copytask::git_commit() + ")");
+  app.require_subcommand(1);
+  copytask::StudyCommandOptions train_options, compare_options;
+  CLI::App* train = copytask::train_command_add(app, train_options);
+  CLI::App* compare = copytask::compare_command_add(app, compare_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);  // prints help, or the parse error with a hint
+    return code == 0 ? copytask::kExitOk : copytask::kExitBadInput;
+  }
+  if (train->parsed()) return copytask::study_command_run("train", train_options, command_line);
+  if (compare->parsed()) return copytask::study_command_run("compare", compare_options, command_line);
+  return copytask::kExitBadInput;
+}

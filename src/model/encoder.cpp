@@ -1,0 +1,179 @@
+#include "model/encoder.h"
+
+#include <cmath>
+#include <limits>
+
+#include "compat/torch_compat.h"
+
+namespace copytask {
+
+torch::Tensor DropoutMasks::take(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) count *= size;
+  std::vector<int64_t> view_shape{buffer_.size(0)};
+  view_shape.insert(view_shape.end(), shape.begin(), shape.end());
+  auto mask = buffer_.narrow(1, offset_, count).view(view_shape);  // (M, shape...)
+  offset_ += count;
+  return mask;
+}
+
+AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : heads(heads_) {
+  qkv = register_module("qkv", StackedLinear(members, embed, 3 * embed, /*with_bias=*/false));
+  proj = register_module("proj", StackedLinear(members, embed, embed, /*with_bias=*/true));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
+                                     const torch::Tensor& causal_mask, DropoutMasks* masks,
+                                     torch::Tensor* attention_out) {
+  const int64_t M = x.size(0), B = x.size(1), T = x.size(2), D = x.size(3), H = heads, Dh = D / H;
+  auto qkv_out = qkv->forward(x).view({M, B, T, 3, H, Dh});   // (M, B, T, 3, H, Dh)
+  auto split = qkv_out.permute({3, 0, 1, 4, 2, 5});           // (3, M, B, H, T, Dh)
+  auto q = split[0], k = split[1], v = split[2];              // (M, B, H, T, Dh) each
+  hooks.rotate_qk(q, k);
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // (M, B, H, T, T)
+  if (hooks.score_bias().defined()) scores = scores + hooks.score_bias();
+  if (causal_mask.defined()) scores = scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
+  auto weights = torch::softmax(scores, -1);                   // (M, B, H, T, T)
+  if (attention_out) *attention_out = weights.detach();
+  if (masks) weights = weights * masks->take({B, H, T, T});
+  auto mixed = torch::matmul(weights, v);                      // (M, B, H, T, Dh)
+  auto merged = mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});  // (M, B, T, H*Dh)
+  auto out = proj->forward(merged);                            // (M, B, T, D)
+  if (masks) out = out * masks->take({B, T, D});
+  return out;
+}
+
+FeedForwardImpl::FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden) {
+  fc1 = register_module("fc1", StackedLinear(members, embed, hidden, /*with_bias=*/true));
+  fc2 = register_module("fc2", StackedLinear(members, hidden, embed, /*with_bias=*/true));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, DropoutMasks* masks) {
+  const int64_t B = x.size(1), T = x.size(2);
+  auto hidden = torch::relu(fc1->forward(x));                  // (M, B, T, F)
+  if (masks) hidden = hidden * masks->take({B, T, hidden.size(3)});
+  auto out = fc2->forward(hidden);                             // (M, B, T, D)
+  if (masks) out = out * masks->take({B, T, out.size(3)});
+  return out;
+}
+
+BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape) {
+  ln1 = register_module("ln1", StackedLayerNorm(members, shape.embed));
+  attn = register_module("attn", Attention(members, shape.embed, shape.heads));
+  ln2 = register_module("ln2", StackedLayerNorm(members, shape.embed));
+  ff = register_module("ff", FeedForward(members, shape.embed, shape.hidden));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
+                                 const torch::Tensor& causal_mask, DropoutMasks* masks,
+                                 torch::Tensor* attention_out) {
+  auto h = x + attn->forward(ln1->forward(x), hooks, causal_mask, masks, attention_out);  // (M, B, T, D)
+  return h + ff->forward(ln2->forward(h), masks);                                        // (M, B, T, D)
+}
+
+namespace {
+std::vector<std::string> positional_of(const std::vector<MemberSpec>& members) {
+  std::vector<std::string> out;
+  for (const auto& member : members) out.push_back(member.positional);
+  return out;
+}
+}  // namespace
+
+EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> members, const torch::Device& device)
+    : shape_(shape),
+      members_(std::move(members)),
+      device_(device),
+      hooks_(positional_of(members_), shape.context, shape.embed, shape.heads, device) {
+  const int64_t M = member_count();
+  tok_emb = register_parameter("tok_emb", torch::zeros({M, shape.vocab, shape.embed}));
+  pos_emb = register_parameter("pos_emb", torch::zeros({M, shape.context, shape.embed}));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t l = 0; l < shape.blocks; ++l) blocks->push_back(Block(M, shape));
+  ln_f = register_module("ln_f", StackedLayerNorm(M, shape.embed));
+  head = register_module("head", StackedLinear(M, shape.embed, shape.vocab, /*with_bias=*/true));
+
+  for (int64_t m = 0; m < M; ++m) {
+    at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
+    init_member(m, init_generator);
+    dropout_generators_.push_back(generator_make(device, stream_seed(members_[m].seed, 2)));
+  }
+  to(device);
+
+  // Causal members may not look ahead: mask[m, 0, 0, i, j] = causal_m and j > i.
+  std::vector<uint8_t> causal_flags;
+  for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
+  bool any_causal = false;
+  for (auto flag : causal_flags) any_causal = any_causal || flag;
+  if (any_causal) {
+    auto ahead = torch::ones({shape.context, shape.context}, torch::kBool).triu(1);  // (T, T) j > i
+    auto flags = torch::tensor(std::vector<int64_t>(causal_flags.begin(), causal_flags.end())).to(torch::kBool);
+    causal_mask_ = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, shape.context, shape.context})).to(device);
+  }
+  token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
+}
+
+void EncoderImpl::init_member(int64_t m, at::Generator& generator) {
+  // A fixed order, the same for every scheme: embeddings N(0, 1) as nn.Embedding, linear
+  // layers as nn.Linear, layer norms 1 and 0.
+  torch::NoGradGuard no_grad;
+  tok_emb[m].normal_(0.0, 1.0, generator);
+  pos_emb[m].normal_(0.0, 1.0, generator);
+  for (const auto& module : *blocks) {
+    auto block = module->as<BlockImpl>();
+    block->ln1->init_member(m);
+    block->attn->qkv->init_member(m, generator);
+    block->attn->proj->init_member(m, generator);
+    block->ln2->init_member(m);
+    block->ff->fc1->init_member(m, generator);
+    block->ff->fc2->init_member(m, generator);
+  }
+  ln_f->init_member(m);
+  head->init_member(m, generator);
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, DropoutMasks* masks,
+                                   std::vector<torch::Tensor>* attention_out) {
+  const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
+  TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
+  TORCH_CHECK(T == shape_.context, "tokens carry ", T, " positions, the model ", shape_.context);
+  // Member m's token t is row m * V + t of the stacked table (M * V, D).
+  auto rows = (tokens + token_offsets_).reshape({-1});                                  // (M*B*T)
+  auto x = tok_emb.view({M * shape_.vocab, D}).index_select(0, rows).view({M, B, T, D});  // (M, B, T, D)
+  auto additive = hooks_.additive(pos_emb);                                             // (M, 1, T, D)
+  if (additive.defined()) x = x + additive;
+  if (attention_out) attention_out->clear();
+  for (const auto& module : *blocks) {
+    torch::Tensor weights;
+    x = module->as<BlockImpl>()->forward(x, hooks_, causal_mask_, masks, attention_out ? &weights : nullptr);
+    if (attention_out) attention_out->push_back(weights);
+  }
+  return head->forward(ln_f->forward(x));  // (M, B, T, V)
+}
+
+DropoutMasks EncoderImpl::dropout_masks(int64_t batch) {
+  const int64_t T = shape_.context, D = shape_.embed, H = shape_.heads, F = shape_.hidden;
+  // Sites per block: attention weights (B,H,T,T), attention output (B,T,D), FF hidden (B,T,F), FF output (B,T,D).
+  const int64_t per_member = shape_.blocks * batch * (H * T * T + T * D + T * F + T * D);
+  const double keep = 1.0 - shape_.dropout;
+  auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
+  for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
+  buffer.mul_(1.0 / keep);
+  return DropoutMasks(std::move(buffer));
+}
+
+torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const int64_t M = logits.size(0);
+  auto log_probs = torch::log_softmax(logits, -1);                                      // (M, B, T, V)
+  auto expanded = targets.dim() == 3 ? targets : targets.unsqueeze(0).expand({M, targets.size(0), targets.size(1)});
+  auto picked = log_probs.gather(-1, expanded.unsqueeze(-1)).squeeze(-1);               // (M, B, T)
+  return -picked.reshape({M, -1}).mean(1);                                              // (M)
+}
+
+std::vector<MemberSpec> members_of(const std::string& scheme, const std::string& positional, bool causal,
+                                   const std::vector<int64_t>& seeds) {
+  std::vector<MemberSpec> members;
+  for (int64_t seed : seeds) members.push_back(MemberSpec{scheme, seed, positional, causal});
+  return members;
+}
+
+}  // namespace copytask

@@ -1,0 +1,134 @@
+#pragma once
+// The member-batched encoder (DESIGN.md sections 2 and 3): M independent models that
+// share shapes, run as one. Per member:
+//   x = tok_emb[tokens] (+ additive positions)
+//   per block (pre-LN): x += dropout(proj(attention(ln1(x))));  x += dropout(ff(ln2(x)))
+//     attention: fused q/k/v projection without bias, RoPE on q and k, scores / sqrt(Dh)
+//                + score bias, causal mask, softmax, dropout on the weights
+//     ff: fc2(dropout(relu(fc1(x))))
+//   logits = head(ln_f(x))
+// Dropout sites follow PyTorch's nn.TransformerEncoderLayer (attention weights, after the
+// attention projection, inside and after the feed-forward); none on the embeddings.
+//
+// Shapes: M members, B batch, T positions, D embed, H heads, Dh = D / H, F FF hidden,
+// V vocab, L blocks.
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "model/positional.h"
+#include "model/stacked.h"
+
+namespace copytask {
+
+// What makes one member: its name (the scheme's), seed, positional scheme and causal flag.
+struct MemberSpec {
+  std::string scheme;
+  int64_t seed = 0;
+  std::string positional = "none";
+  bool causal = false;
+};
+
+struct EncoderShape {
+  int64_t vocab = 11, context = 10, embed = 20, heads = 1, blocks = 2, hidden = 32;
+  double dropout = 0.1;
+};
+
+// Each member's dropout masks for one step, drawn from that member's own generator, so a
+// member's randomness never depends on the members beside it. One buffer (M, S) holds
+// every site's mask (0 or 1/(1-p)); the forward pass takes the sites in order.
+class DropoutMasks {
+ public:
+  explicit DropoutMasks(torch::Tensor buffer) : buffer_(std::move(buffer)) {}
+  // The next site's mask, viewed as (M, shape...).
+  torch::Tensor take(const std::vector<int64_t>& shape);
+  bool used_up() const { return offset_ == buffer_.size(1); }
+
+ private:
+  torch::Tensor buffer_;  // (M, S)
+  int64_t offset_ = 0;
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(int64_t members, int64_t embed, int64_t heads);
+  // x: (M, B, T, D) -> (M, B, T, D). attention_out, when given, receives the weights (M, B, H, T, T).
+  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& causal_mask,
+                        DropoutMasks* masks, torch::Tensor* attention_out);
+  StackedLinear qkv{nullptr}, proj{nullptr};
+  int64_t heads;
+};
+TORCH_MODULE(Attention);
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& x, DropoutMasks* masks);  // (M, B, T, D) -> same
+  StackedLinear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(FeedForward);
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(int64_t members, const EncoderShape& shape);
+  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& causal_mask,
+                        DropoutMasks* masks, torch::Tensor* attention_out);
+  StackedLayerNorm ln1{nullptr}, ln2{nullptr};
+  Attention attn{nullptr};
+  FeedForward ff{nullptr};
+};
+TORCH_MODULE(Block);
+
+class EncoderImpl : public torch::nn::Module {
+ public:
+  // Parameters are drawn on the CPU from each member's seed, in a fixed order that does not
+  // depend on the scheme (so seed s starts from the same weights under every scheme), then
+  // moved to `device`.
+  EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> members, const torch::Device& device);
+
+  // tokens: (M, B, T) int64 -> logits (M, B, T, V). Dropout only when `masks` is given.
+  // attention_out, when given, receives each block's attention weights (M, B, H, T, T).
+  torch::Tensor forward(const torch::Tensor& tokens, DropoutMasks* masks = nullptr,
+                        std::vector<torch::Tensor>* attention_out = nullptr);
+
+  // Draws this step's dropout masks for a batch of `batch` examples (each member from its
+  // own generator). Call once per training step, before forward.
+  DropoutMasks dropout_masks(int64_t batch);
+
+  int64_t member_count() const { return static_cast<int64_t>(members_.size()); }
+  const std::vector<MemberSpec>& members() const { return members_; }
+  const EncoderShape& shape() const { return shape_; }
+  const torch::Device& device() const { return device_; }
+
+  torch::Tensor tok_emb;  // (M, V, D)
+  torch::Tensor pos_emb;  // (M, T, D) used by learned members only
+  torch::nn::ModuleList blocks{nullptr};
+  StackedLayerNorm ln_f{nullptr};
+  StackedLinear head{nullptr};
+
+ private:
+  void init_member(int64_t member, at::Generator& generator);
+
+  EncoderShape shape_;
+  std::vector<MemberSpec> members_;
+  torch::Device device_;
+  PositionalHooks hooks_;
+  torch::Tensor causal_mask_;    // (M, 1, 1, T, T) bool, true where a causal member may not look
+  torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
+  std::vector<at::Generator> dropout_generators_;
+};
+TORCH_MODULE(Encoder);
+
+// Each member's mean cross-entropy over all B*T positions: logits (M, B, T, V),
+// targets (M, B, T) or (B, T) -> (M). The training loss is the sum over members.
+torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets);
+
+// Member specs of one scheme: one member per seed.
+std::vector<MemberSpec> members_of(const std::string& scheme, const std::string& positional, bool causal,
+                                   const std::vector<int64_t>& seeds);
+
+}  // namespace copytask

@@ -1,0 +1,63 @@
+#include "report/results.h"
+
+#include <cstdio>
+#include <limits>
+
+#include "report/stats.h"
+
+namespace copytask {
+
+nlohmann::json run_record_json(const RunRecord& r) {
+  return {{"seed", r.seed},           {"test_exact", r.test_exact},   {"test_token", r.test_token},
+          {"train_exact", r.train_exact}, {"train_token", r.train_token}, {"final_loss", r.final_loss},
+          {"test_loss", r.test_loss}, {"steps", r.steps},             {"seconds", r.seconds},
+          {"batch_members", r.batch_members}};
+}
+
+nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
+  nlohmann::json out;
+  out["runs"] = nlohmann::json::array();
+  std::vector<double> test_exact, test_token, train_exact, train_token, final_loss;
+  for (const auto& run : runs) {
+    out["runs"].push_back(run_record_json(run));
+    test_exact.push_back(run.test_exact);
+    test_token.push_back(run.test_token);
+    train_exact.push_back(run.train_exact);
+    train_token.push_back(run.train_token);
+    final_loss.push_back(run.final_loss);
+  }
+  out["test_exact"] = summary_json(summarize(test_exact));
+  out["test_token"] = summary_json(summarize(test_token));
+  out["train_exact"] = summary_json(summarize(train_exact));
+  out["train_token"] = summary_json(summarize(train_token));
+  out["final_loss"] = summary_json(summarize(final_loss, 0.0, std::numeric_limits<double>::infinity()));
+  return out;
+}
+
+std::vector<TableRow> results_table(const nlohmann::json& results, const std::vector<std::string>& order) {
+  std::vector<TableRow> rows;
+  for (const auto& name : order) {
+    if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
+    const auto& s = results["schemes"][name]["test_exact"];
+    rows.push_back({name, s["n"].get<int64_t>(), s["mean"].get<double>(), s["std"].get<double>(),
+                    s["min"].get<double>(), s["max"].get<double>()});
+  }
+  return rows;
+}
+
+std::string table_format(const std::vector<TableRow>& rows) {
+  size_t width = 6;
+  for (const auto& row : rows) width = std::max(width, row.scheme.size());
+  char line[256];
+  std::snprintf(line, sizeof line, "%-*s  %5s  %10s  %8s  %8s  %8s\n", static_cast<int>(width), "scheme", "seeds",
+                "test exact", "std", "min", "max");
+  std::string out = line;
+  for (const auto& row : rows) {
+    std::snprintf(line, sizeof line, "%-*s  %5lld  %10.4f  %8.4f  %8.4f  %8.4f\n", static_cast<int>(width),
+                  row.scheme.c_str(), static_cast<long long>(row.n), row.mean, row.std, row.min, row.max);
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace copytask

@@ -1,0 +1,38 @@
+#pragma once
+// results.json (DESIGN.md section 5): per scheme, per seed and aggregated over seeds.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace copytask {
+
+// One trained member's final numbers.
+struct RunRecord {
+  int64_t seed = 0;
+  double test_exact = 0, test_token = 0, train_exact = 0, train_token = 0;
+  double final_loss = 0;  // eval-mode loss on the whole train split after the last step
+  double test_loss = 0;
+  int64_t steps = 0;
+  double seconds = 0;     // wall time of the batch of members this run trained in
+  int64_t batch_members = 1;  // how many members trained together in that batch
+};
+
+nlohmann::json run_record_json(const RunRecord& run);
+
+// {"runs": [...], "test_exact": summary, "test_token": ..., "train_exact": ..., "train_token": ...,
+//  "final_loss": summary (not clipped)}
+nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs);
+
+// One row of the comparison table printed at the end of a study.
+struct TableRow {
+  std::string scheme;
+  int64_t n = 0;
+  double mean = 0, std = 0, min = 0, max = 0;
+};
+// Rows from a results.json, in the given scheme order.
+std::vector<TableRow> results_table(const nlohmann::json& results, const std::vector<std::string>& order);
+std::string table_format(const std::vector<TableRow>& rows);
+
+}  // namespace copytask

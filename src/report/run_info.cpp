@@ -1,0 +1,38 @@
+#include "report/run_info.h"
+
+#include <ctime>
+
+#include <unistd.h>
+
+#include "compat/torch_compat.h"
+#include "version.h"
+
+namespace copytask {
+
+std::string utc_now_iso8601() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+nlohmann::json run_info_json(const RunInfo& info) {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  nlohmann::json out = {{"version", version_string()},
+                        {"git_commit", git_commit()},
+                        {"libtorch", torch_version_string()},
+                        {"command", info.command},
+                        {"host", host},
+                        {"device", info.device},
+                        {"threads", info.threads},
+                        {"started", info.started},
+                        {"ended", info.ended.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.ended)},
+                        {"status", info.status}};
+  if (!info.error.empty()) out["error"] = info.error;
+  return out;
+}
+
+}  // namespace copytask

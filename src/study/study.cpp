@@ -1,0 +1,266 @@
+#include "study/study.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "model/encoder.h"
+#include "report/files.h"
+#include "report/results.h"
+#include "report/run_info.h"
+#include "task/copy_task.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Schemes that may share a batch: equal configs once the per-member keys are removed.
+std::string batch_key(const Config& config) {
+  nlohmann::json j = config_to_json(config);
+  j["model"].erase("positional");
+  j["model"].erase("causal");
+  j["train"].erase("seeds");
+  j.erase("compare");
+  j.erase("report");
+  return j.dump();
+}
+
+EncoderShape shape_of(const Config& c) {
+  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads,
+                      c.model.blocks,    c.model.hidden,  c.model.dropout};
+}
+
+// Live progress on a terminal: one line, rewritten at most ten times a second.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, std::string label, int64_t steps)
+      : enabled_(enabled), label_(std::move(label)), steps_(steps), start_(std::chrono::steady_clock::now()) {}
+  void update(int64_t step, const torch::Tensor& member_loss) {
+    if (!enabled_) return;
+    auto now = std::chrono::steady_clock::now();
+    if (step != steps_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = step / std::max(elapsed, 1e-9);
+    std::fprintf(stderr, "\r%s step %lld/%lld  loss %.4f  %.1f steps/s  eta %.0fs   ", label_.c_str(),
+                 static_cast<long long>(step), static_cast<long long>(steps_), member_loss.mean().item<double>(),
+                 rate, (steps_ - step) / std::max(rate, 1e-9));
+    if (step == steps_) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  std::string label_;
+  int64_t steps_;
+  std::chrono::steady_clock::time_point start_, last_{};
+};
+
+// attention.json entry of one scheme: per probe, [member][layer][head][T][T] and outputs.
+nlohmann::json attention_entry(const std::vector<torch::Tensor>& layers, const torch::Tensor& outputs, int64_t first,
+                               int64_t count) {
+  // layers[l]: (M, P, H, T, T) for P probes; outputs: (M, P, T).
+  nlohmann::json per_probe = nlohmann::json::array();
+  const int64_t probes = outputs.size(1);
+  for (int64_t p = 0; p < probes; ++p) {
+    nlohmann::json members = nlohmann::json::array(), predicted = nlohmann::json::array();
+    for (int64_t m = first; m < first + count; ++m) {
+      nlohmann::json per_layer = nlohmann::json::array();
+      for (const auto& layer : layers) {
+        auto maps = layer[m][p].to(torch::kFloat64).contiguous();  // (H, T, T)
+        const int64_t H = maps.size(0), T = maps.size(1);
+        auto a = maps.accessor<double, 3>();
+        nlohmann::json heads = nlohmann::json::array();
+        for (int64_t h = 0; h < H; ++h) {
+          nlohmann::json rows = nlohmann::json::array();
+          for (int64_t i = 0; i < T; ++i) {
+            nlohmann::json row = nlohmann::json::array();
+            for (int64_t j = 0; j < T; ++j) row.push_back(std::round(a[h][i][j] * 1e6) / 1e6);
+            rows.push_back(row);
+          }
+          heads.push_back(rows);
+        }
+        per_layer.push_back(heads);
+      }
+      members.push_back(per_layer);
+      auto out = outputs[m][p].contiguous();
+      predicted.push_back(std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel()));
+    }
+    per_probe.push_back({{"attention", members}, {"output", predicted}});
+  }
+  return per_probe;
+}
+
+struct Batch {
+  std::vector<const StudyScheme*> schemes;
+};
+
+}  // namespace
+
+std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
+  return {StudyScheme{scheme_name_of(config.model), config}};
+}
+
+std::vector<StudyScheme> study_schemes_for_compare(const Config& config) {
+  std::vector<StudyScheme> schemes;
+  for (const auto& spec : config.compare.schemes) schemes.push_back({spec.name, config_for_scheme(config, spec)});
+  return schemes;
+}
+
+void study_check_out_dir(const std::string& out_dir) {
+  for (const char* file : {"config.json", "results.json", "run.json"}) {
+    if (fs::exists(fs::path(out_dir) / file))
+      throw ConfigError("--out " + out_dir + " already holds a study (" + file +
+                        "); choose another folder or remove it first");
+  }
+  if (fs::exists(out_dir) && !fs::is_directory(out_dir))
+    throw ConfigError("--out " + out_dir + " exists and is not a folder; choose another path");
+}
+
+nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options) {
+  const fs::path out(options.out_dir);
+  fs::create_directories(out / "checkpoints");
+  json_write_atomic((out / "config.json").string(), config_to_json(base));
+
+  RunInfo info;
+  info.command = options.command_line;
+  info.device = options.device.str();
+  info.threads = options.threads;
+  info.started = utc_now_iso8601();
+  json_write_atomic((out / "run.json").string(), run_info_json(info));
+
+  nlohmann::json results = {{"schemes", nlohmann::json::object()}};
+  nlohmann::json attention = {{"probes", base.report.probes}, {"schemes", nlohmann::json::object()}};
+  const std::string metrics_path = (out / "metrics.jsonl").string();
+
+  try {
+    // The data: one copy task for the whole study (schemes may not change task.*).
+    const CopyTask task = copy_task_generate(base.task);
+    const TrainData data = train_data_upload(task, options.device);
+    spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
+                 task.context, task.vocab_size);
+
+    std::vector<torch::Tensor> probe_rows;
+    for (const auto& probe : base.report.probes)
+      probe_rows.push_back(torch::tensor(copy_input(probe_tokens(probe, base.task), base.task.vocab_size,
+                                                    base.task.context)));
+    const torch::Tensor probe_inputs = torch::stack(probe_rows).to(options.device);  // (P, T)
+
+    // Batches of members, in the order schemes were listed.
+    std::vector<std::string> keys;
+    std::map<std::string, Batch> batches;
+    for (const auto& scheme : schemes) {
+      const std::string key = batch_key(scheme.config);
+      if (!batches.count(key)) keys.push_back(key);
+      batches[key].schemes.push_back(&scheme);
+    }
+
+    for (size_t b = 0; b < keys.size(); ++b) {
+      const Batch& batch = batches[keys[b]];
+      const Config& config = batch.schemes.front()->config;
+      std::vector<MemberSpec> members;
+      std::string names;
+      for (const auto* scheme : batch.schemes) {
+        auto more = members_of(scheme->name, scheme->config.model.positional, scheme->config.model.causal,
+                               scheme->config.train.seeds);
+        members.insert(members.end(), more.begin(), more.end());
+        names += (names.empty() ? "" : ", ") + scheme->name;
+      }
+      const int64_t M = static_cast<int64_t>(members.size());
+      spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", b + 1, keys.size(), M, names,
+                   config.train.steps, config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
+
+      torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
+      Encoder model(shape_of(config), members, options.device);
+      ProgressLine progress(options.progress_line, "[" + std::to_string(b + 1) + "/" + std::to_string(keys.size()) + "]",
+                            config.train.steps);
+
+      auto on_evaluation = [&](const Evaluation& evaluation) {
+        std::map<std::string, std::pair<double, int>> test_mean;
+        for (int64_t m = 0; m < M; ++m) {
+          jsonl_append(metrics_path, {{"step", evaluation.step},
+                                      {"scheme", members[m].scheme},
+                                      {"seed", members[m].seed},
+                                      {"seconds", evaluation.seconds},
+                                      {"train_loss", evaluation.train[m].loss},
+                                      {"train_exact", evaluation.train[m].exact},
+                                      {"train_token", evaluation.train[m].token},
+                                      {"test_loss", evaluation.test[m].loss},
+                                      {"test_exact", evaluation.test[m].exact},
+                                      {"test_token", evaluation.test[m].token}});
+          test_mean[members[m].scheme].first += evaluation.test[m].exact;
+          test_mean[members[m].scheme].second += 1;
+        }
+        if (!options.progress_line || evaluation.step == config.train.steps) {
+          std::string line;
+          for (const auto* scheme : batch.schemes) {
+            const auto& [sum, count] = test_mean[scheme->name];
+            line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", scheme->name, sum / count);
+          }
+          spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
+        }
+      };
+      auto on_step = [&](int64_t step, const torch::Tensor& loss) { progress.update(step, loss); };
+      const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step);
+
+      // Outputs and attention maps of every member on the probes.
+      std::vector<torch::Tensor> probe_attention;
+      const torch::Tensor probe_outputs = predict_tokens(model, probe_inputs, &probe_attention).cpu();  // (M, P, T)
+      for (auto& layer : probe_attention) layer = layer.cpu();
+
+      int64_t first = 0;
+      for (const auto* scheme : batch.schemes) {
+        const int64_t count = static_cast<int64_t>(scheme->config.train.seeds.size());
+        std::vector<RunRecord> runs;
+        for (int64_t m = first; m < first + count; ++m) {
+          RunRecord run;
+          run.seed = members[m].seed;
+          run.test_exact = outcome.final.test[m].exact;
+          run.test_token = outcome.final.test[m].token;
+          run.train_exact = outcome.final.train[m].exact;
+          run.train_token = outcome.final.train[m].token;
+          run.final_loss = outcome.final.train[m].loss;
+          run.test_loss = outcome.final.test[m].loss;
+          run.steps = outcome.steps;
+          run.seconds = outcome.seconds;
+          run.batch_members = M;
+          runs.push_back(run);
+        }
+        results["schemes"][scheme->name] = scheme_results_json(runs);
+        results["schemes"][scheme->name]["positional"] = scheme->config.model.positional;
+        results["schemes"][scheme->name]["causal"] = scheme->config.model.causal;
+        attention["schemes"][scheme->name] = {{"seeds", scheme->config.train.seeds},
+                                              {"probes", attention_entry(probe_attention, probe_outputs, first, count)}};
+        checkpoint_save(model, first, count, (out / "checkpoints" / (scheme->name + ".pt")).string());
+        first += count;
+      }
+      // Rewritten whole after every batch: a later failure keeps what finished.
+      json_write_atomic((out / "results.json").string(), results);
+      json_write_atomic((out / "attention.json").string(), attention);
+    }
+  } catch (const Interrupted&) {
+    info.status = "interrupted";
+    info.ended = utc_now_iso8601();
+    json_write_atomic((out / "run.json").string(), run_info_json(info));
+    throw;
+  } catch (const std::exception& error) {
+    info.status = "failed";
+    info.error = error.what();
+    info.ended = utc_now_iso8601();
+    json_write_atomic((out / "run.json").string(), run_info_json(info));
+    throw;
+  }
+  info.status = "ok";
+  info.ended = utc_now_iso8601();
+  json_write_atomic((out / "run.json").string(), run_info_json(info));
+  return results;
+}
+
+}  // namespace copytask

@@ -1,0 +1,42 @@
+#pragma once
+// A study: schemes x seeds trained on one shared copy task, written to one folder
+// (DESIGN.md section 5): config.json, run.json, results.json, attention.json,
+// metrics.jsonl and checkpoints/<scheme>.pt. Schemes whose configs differ only in the
+// positional scheme, the causal flag and the seeds train together as one batch of members.
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+
+namespace copytask {
+
+struct StudyScheme {
+  std::string name;
+  Config config;  // validated
+};
+
+struct StudyOptions {
+  std::string out_dir;
+  std::string command_line;  // recorded in run.json
+  c10::Device device{c10::kCPU};
+  int threads = 1;
+  bool progress_line = false;  // a live progress line on stderr (a terminal)
+};
+
+// `train`: the base config's own scheme (named e.g. "rope" or "alibi+causal").
+std::vector<StudyScheme> study_schemes_for_train(const Config& config);
+// `compare`: every compare.schemes entry applied to the base; throws ConfigError.
+std::vector<StudyScheme> study_schemes_for_compare(const Config& config);
+
+// Throws ConfigError when `out_dir` already holds a study (nothing finished is overwritten).
+void study_check_out_dir(const std::string& out_dir);
+
+// Runs the study and returns results.json's content. Writes run.json with status
+// "interrupted" or "failed" before rethrowing when it stops early; results of the batches
+// that finished are kept.
+nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options);
+
+}  // namespace copytask

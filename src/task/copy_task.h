@@ -1,0 +1,56 @@
+#pragma once
+// The copy task (DESIGN.md section 1). Pure C++ (no tensors): the trainer uploads it.
+//
+//   input : c1 .. ck <copy> _ _ _        (k content tokens, then <copy>, padded to T)
+//   target: c1 .. ck <copy> c1 .. ck _   (the content repeated after <copy>, cut at T)
+//
+// Token ids: 0 = padding, 1..V-2 = content, V-1 = <copy>.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+
+namespace copytask {
+
+constexpr int64_t kPadToken = 0;
+inline int64_t copy_token(int64_t vocab_size) { return vocab_size - 1; }
+
+// N examples of T tokens each, row-major (N * T).
+struct CopySplit {
+  int64_t count = 0;
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> targets;
+};
+
+struct CopyTask {
+  int64_t vocab_size = 0;
+  int64_t context = 0;
+  CopySplit train;
+  CopySplit test;
+};
+
+// How many distinct inputs exist: sum over k of (V-2)^k, saturated at INT64_MAX.
+int64_t copy_task_capacity(const TaskConfig& task);
+
+// {train count, test count}: test = round(examples * test_fraction).
+std::pair<int64_t, int64_t> copy_task_split_sizes(const TaskConfig& task);
+
+// Unique examples, deterministic for task.seed; the train and test inputs are disjoint.
+// The length k is uniform over min_len..max_len (a length whose inputs are all used is
+// dropped from the draw), the content tokens uniform over 1..V-2.
+CopyTask copy_task_generate(const TaskConfig& task);
+
+// The full input (T tokens) and target for given content tokens.
+std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
+std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
+
+// Parses a probe such as "7 1 8 2" (content tokens) into its content; throws
+// std::invalid_argument saying what is wrong (a token out of range, too long for T, ...).
+std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task);
+
+// "7 1 8 2 <copy> _ _ ..." for display.
+std::string tokens_to_text(const std::vector<int64_t>& tokens, int64_t vocab_size);
+
+}  // namespace copytask

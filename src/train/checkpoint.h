@@ -1,0 +1,24 @@
+#pragma once
+// Checkpoints of trained members: a plain dict of tensors (parameter name -> (S, ...) for
+// the S members saved), written with torch::pickle_save so Python can read it too.
+#include <stdexcept>
+#include <string>
+
+#include "model/encoder.h"
+
+namespace copytask {
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Saves members first .. first+count-1 of `model` to `path` (atomically).
+void checkpoint_save(Encoder& model, int64_t first, int64_t count, const std::string& path);
+
+// Loads a checkpoint into members first .. first+S-1 of `model`. Throws CheckpointError
+// naming the file and what is wrong: missing, unreadable, not a copytask checkpoint, or
+// parameters whose names or shapes do not match the model's config.
+void checkpoint_load(Encoder& model, int64_t first, const std::string& path);
+
+}  // namespace copytask

@@ -1,0 +1,48 @@
+#include "train/evaluate.h"
+
+namespace copytask {
+
+std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                                        int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const int64_t M = model->member_count(), N = inputs.size(0), T = inputs.size(1);
+  auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device());
+  auto loss_sum = torch::zeros({M}, options), exact_sum = torch::zeros({M}, options),
+       token_sum = torch::zeros({M}, options);
+  for (int64_t start = 0; start < N; start += chunk) {
+    const int64_t n = std::min(chunk, N - start);
+    auto x = inputs.narrow(0, start, n).unsqueeze(0).expand({M, n, T});   // (M, n, T)
+    auto y = targets.narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
+    auto logits = model->forward(x);                                      // (M, n, T, V)
+    loss_sum += member_losses(logits, y).to(torch::kFloat64) * static_cast<double>(n);
+    auto correct = logits.argmax(-1).eq(y);                               // (M, n, T)
+    token_sum += correct.sum({1, 2}).to(torch::kFloat64);
+    exact_sum += correct.all(-1).sum(1).to(torch::kFloat64);
+  }
+  // One host transfer for the whole evaluation.
+  auto totals = torch::stack({loss_sum, exact_sum, token_sum}).cpu();  // (3, M)
+  auto a = totals.accessor<double, 2>();
+  std::vector<SplitScores> scores(M);
+  for (int64_t m = 0; m < M; ++m) {
+    scores[m].loss = a[0][m] / static_cast<double>(N);
+    scores[m].exact = a[1][m] / static_cast<double>(N);
+    scores[m].token = a[2][m] / static_cast<double>(N * T);
+  }
+  if (was_training) model->train();
+  return scores;
+}
+
+torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const int64_t M = model->member_count();
+  auto x = inputs.unsqueeze(0).expand({M, inputs.size(0), inputs.size(1)});  // (M, N, T)
+  auto tokens = model->forward(x, nullptr, attention_out).argmax(-1);         // (M, N, T)
+  if (was_training) model->train();
+  return tokens;
+}
+
+}  // namespace copytask
