@@ -31,6 +31,13 @@ int main(int argc, char** argv) {
   CLI::App* train = copytask::train_command_add(app, train_options);
   CLI::App* compare = copytask::compare_command_add(app, compare_options);
 
+  // CLI11 reports a mistyped command only as "a subcommand is required": say which.
+  const std::string first = argc > 1 ? argv[1] : "";
+  const bool known = !app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(first); }).empty();
+  if (!first.empty() && first[0] != '-' && !known) {
+    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare (see --help)\n", argv[1]);
+    return copytask::kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

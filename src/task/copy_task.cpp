@@ -110,8 +110,11 @@ CopyTask copy_task_generate(const TaskConfig& task) {
     const size_t slot = uniform_below(engine, lengths.size());
     const int64_t k = lengths[slot];
     std::vector<int64_t> content(k);
-    for (auto& token : content) token = 1 + static_cast<int64_t>(uniform_below(engine, content_vocab));
-    if (!seen.insert(key_of(content)).second) continue;  // a duplicate: draw again
+    // A duplicate is drawn again at the same length, so every length keeps its share
+    // until all of its inputs are used.
+    do {
+      for (auto& token : content) token = 1 + static_cast<int64_t>(uniform_below(engine, content_vocab));
+    } while (!seen.insert(key_of(content)).second);
     contents.push_back(std::move(content));
     if (++used_of_length[k] == inputs_of_length(content_vocab, k)) lengths.erase(lengths.begin() + slot);
   }

@@ -39,7 +39,8 @@ std::pair<int64_t, int64_t> copy_task_split_sizes(const TaskConfig& task);
 
 // Unique examples, deterministic for task.seed; the train and test inputs are disjoint.
 // The length k is uniform over min_len..max_len (a length whose inputs are all used is
-// dropped from the draw), the content tokens uniform over 1..V-2.
+// dropped from the draw; a duplicate is redrawn at its length), the content tokens
+// uniform over 1..V-2.
 CopyTask copy_task_generate(const TaskConfig& task);
 
 // The full input (T tokens) and target for given content tokens.

@@ -1,0 +1,180 @@
+// The command line as a user meets it: exit codes and messages for bad input (before any
+// work starts, leaving nothing behind), and the files a study writes with their keys.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+
+namespace copytask {
+namespace {
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& arguments) {
+  const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
+  const std::string command = std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream file(log);
+  outcome.output.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  fs::remove(log);
+  return outcome;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << path;
+  return nlohmann::json::parse(file);
+}
+
+// A study small enough for a test: ~2 seconds on 2 cores.
+const char* kTiny =
+    "task.examples=400 model.embed=8 model.hidden=16 train.steps=30 train.batch_size=32 train.eval_every=10 "
+    "train.lr=0.003 train.seeds=[0,1] train.device=cpu";
+
+void expect_bad_input(const std::string& arguments, const std::vector<std::string>& fragments) {
+  const fs::path out = fresh_dir("bad");
+  Outcome outcome = run(arguments + " --out " + out.string());
+  EXPECT_EQ(outcome.exit_code, 2) << arguments << "\n" << outcome.output;
+  for (const auto& fragment : fragments)
+    EXPECT_NE(outcome.output.find(fragment), std::string::npos) << "'" << fragment << "' missing from:\n" << outcome.output;
+  EXPECT_FALSE(fs::exists(out)) << "bad input must leave no output folder behind";
+}
+
+TEST(Cli, BadInputExitsWithCode2AndSaysWhatToFix) {
+  expect_bad_input("train model.head=2", {"unknown key 'model.head'", "did you mean 'model.heads'"});
+  expect_bad_input("train model.heads=3", {"model.heads = 3", "must divide model.embed = 20"});
+  expect_bad_input("compare task.examples=99999999", {"task.examples", "distinct inputs"});
+  expect_bad_input("train --config /nonexistent.json", {"cannot open the file"});
+  expect_bad_input("train model.positional=rope model.heads=4", {"even head dimension"});
+  expect_bad_input("train oops", {"not key=value"});
+  expect_bad_input("train --no-such-flag", {"no-such-flag"});
+  expect_bad_input("frobnicate", {"frobnicate"});
+  expect_bad_input("", {"subcommand"});
+  if (!torch::cuda::is_available()) expect_bad_input("train train.device=cuda", {"train.device = cuda", "no CUDA device"});
+}
+
+TEST(Cli, PrintConfigPrintsTheResolvedConfigAsJson) {
+  Outcome outcome = run("train --print-config model.heads=2");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  nlohmann::json config = nlohmann::json::parse(outcome.output);
+  EXPECT_EQ(config["model"]["heads"], 2);
+  EXPECT_EQ(config["task"]["vocab_size"], 11);
+  EXPECT_TRUE(config["compare"]["schemes"].is_array());
+}
+
+TEST(Cli, TrainWritesEveryFileWithItsKeys) {
+  const fs::path out = fresh_dir("train");
+  Outcome outcome = run(std::string("train ") + kTiny + " model.positional=alibi model.causal=true --out " + out.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  EXPECT_NE(outcome.output.find("alibi+causal"), std::string::npos) << "the table names the scheme";
+
+  // config.json reruns the same study: it resolves to itself.
+  nlohmann::json config = read_json(out / "config.json");
+  EXPECT_EQ(config["model"]["positional"], "alibi");
+  EXPECT_EQ(config["train"]["steps"], 30);
+
+  nlohmann::json run_info = read_json(out / "run.json");
+  for (const char* key : {"version", "git_commit", "libtorch", "device", "threads", "started", "ended", "status", "command"})
+    EXPECT_TRUE(run_info.contains(key)) << key;
+  EXPECT_EQ(run_info["status"], "ok");
+  EXPECT_EQ(run_info["device"], "cpu");
+
+  nlohmann::json results = read_json(out / "results.json");
+  ASSERT_TRUE(results["schemes"].contains("alibi+causal")) << results.dump();
+  const auto& scheme = results["schemes"]["alibi+causal"];
+  ASSERT_EQ(scheme["runs"].size(), 2u);
+  for (const char* key : {"seed", "test_exact", "test_token", "train_exact", "train_token", "final_loss", "steps", "seconds"})
+    EXPECT_TRUE(scheme["runs"][0].contains(key)) << key;
+  EXPECT_EQ(scheme["runs"][1]["seed"], 1);
+  EXPECT_EQ(scheme["runs"][0]["steps"], 30);
+  for (const char* metric : {"test_exact", "test_token", "train_exact", "train_token"}) {
+    const auto& summary = scheme[metric];
+    for (const char* key : {"n", "mean", "std", "min", "max", "ci95"}) EXPECT_TRUE(summary.contains(key)) << metric << key;
+    EXPECT_EQ(summary["n"], 2);
+    EXPECT_LE(summary["min"].get<double>(), summary["mean"].get<double>());
+    EXPECT_LE(summary["mean"].get<double>(), summary["max"].get<double>());
+  }
+
+  // attention.json: [member][layer][head][T][T] per scheme and probe; rows sum to 1 and
+  // the causal mask shows: nothing above the diagonal.
+  nlohmann::json attention = read_json(out / "attention.json");
+  const auto& maps = attention["schemes"]["alibi+causal"]["probes"][0]["attention"];
+  ASSERT_EQ(maps.size(), 2u);     // members
+  ASSERT_EQ(maps[0].size(), 2u);  // layers
+  ASSERT_EQ(maps[0][0].size(), 1u);  // heads
+  ASSERT_EQ(maps[0][0][0].size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    double sum = 0;
+    for (size_t j = 0; j < 10; ++j) {
+      sum += maps[1][1][0][i][j].get<double>();
+      if (j > i) {
+        EXPECT_EQ(maps[1][1][0][i][j].get<double>(), 0.0);
+      }
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+  }
+
+  // metrics.jsonl: one line per evaluation and member (steps 10, 20, 30 x 2 seeds).
+  std::ifstream metrics(out / "metrics.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(metrics, line)) {
+    auto entry = nlohmann::json::parse(line);
+    for (const char* key : {"step", "scheme", "seed", "train_loss", "train_exact", "test_exact", "test_token"})
+      EXPECT_TRUE(entry.contains(key)) << key;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 6);
+  EXPECT_TRUE(fs::exists(out / "checkpoints" / "alibi+causal.pt"));
+  for (const auto& entry : fs::recursive_directory_iterator(out))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+
+  // A second run into the same folder is refused, and the first study is untouched.
+  const auto before = fs::last_write_time(out / "results.json");
+  Outcome again = run(std::string("train ") + kTiny + " --out " + out.string());
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("already holds a study"), std::string::npos) << again.output;
+  EXPECT_EQ(fs::last_write_time(out / "results.json"), before);
+  fs::remove_all(out);
+}
+
+TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
+  const fs::path out = fresh_dir("compare");
+  const std::string schemes =
+      "'compare.schemes=[{\"name\": \"sin\", \"model.positional\": \"sinusoidal\"},"
+      " {\"name\": \"rope-2h\", \"model.positional\": \"rope\", \"model.heads\": 2}]'";
+  Outcome outcome = run(std::string("compare ") + kTiny + " " + schemes + " --out " + out.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  nlohmann::json results = read_json(out / "results.json");
+  EXPECT_TRUE(results["schemes"].contains("sin"));
+  EXPECT_TRUE(results["schemes"].contains("rope-2h"));
+  // Two batches (the head counts differ), each with its own checkpoint.
+  EXPECT_EQ(results["schemes"]["sin"]["runs"][0]["batch_members"], 2);
+  EXPECT_TRUE(fs::exists(out / "checkpoints" / "rope-2h.pt"));
+  const size_t table = outcome.output.find("test exact");
+  ASSERT_NE(table, std::string::npos) << outcome.output;
+  EXPECT_NE(outcome.output.find("sin ", table), std::string::npos);
+  EXPECT_NE(outcome.output.find("rope-2h", table), std::string::npos);
+  EXPECT_NE(outcome.output.find("results: " + out.string()), std::string::npos);
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace copytask

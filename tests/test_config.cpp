@@ -1,0 +1,152 @@
+// Config resolution: defaults, file, overrides, JSON round trip, and every rejected config.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+
+namespace copytask {
+namespace {
+namespace fs = std::filesystem;
+
+// The message of the ConfigError that resolving `overrides` throws ("" if none).
+std::string rejection(const std::vector<std::string>& overrides) {
+  try {
+    config_resolve(std::nullopt, overrides);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+void expect_rejected(const std::vector<std::string>& overrides, const std::vector<std::string>& fragments) {
+  const std::string message = rejection(overrides);
+  ASSERT_FALSE(message.empty()) << "accepted: " << overrides.front();
+  for (const auto& fragment : fragments)
+    EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' missing from: " << message;
+}
+
+TEST(Config, DefaultsAreTheReferenceProtocol) {
+  Config c = config_resolve(std::nullopt, {});
+  EXPECT_EQ(c.task.vocab_size, 11);
+  EXPECT_EQ(c.task.context, 10);
+  EXPECT_EQ(c.task.min_len, 1);
+  EXPECT_EQ(c.task.max_len, 8);
+  EXPECT_EQ(c.task.examples, 10000);
+  EXPECT_DOUBLE_EQ(c.task.test_fraction, 0.1);
+  EXPECT_EQ(c.model.blocks, 2);
+  EXPECT_EQ(c.model.heads, 1);
+  EXPECT_EQ(c.model.embed, 20);
+  EXPECT_EQ(c.model.hidden, 32);
+  EXPECT_DOUBLE_EQ(c.model.dropout, 0.1);
+  EXPECT_DOUBLE_EQ(c.train.lr, 3e-4);
+  EXPECT_EQ(c.train.steps, 2000);
+  EXPECT_EQ(c.train.batch_size, 0);
+  EXPECT_EQ(c.train.seeds.size(), 5u);
+  ASSERT_EQ(c.compare.schemes.size(), 6u);
+  EXPECT_EQ(c.compare.schemes[5].name, "alibi+causal");
+  EXPECT_EQ(c.report.probes, std::vector<std::string>{"7 1 8 2"});
+}
+
+TEST(Config, OverridesParseJsonElseString) {
+  Config c = config_resolve(std::nullopt, {"model.positional=rope", "train.seeds=[0,1,2]", "model.causal=true",
+                                           "train.lr=0.001", "task.examples=1e3", "model.heads=2"});
+  EXPECT_EQ(c.model.positional, "rope");
+  EXPECT_EQ(c.train.seeds, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_TRUE(c.model.causal);
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.001);
+  EXPECT_EQ(c.task.examples, 1000);
+  EXPECT_EQ(c.model.heads, 2);
+  EXPECT_EQ(scheme_name_of(c.model), "rope+causal");
+}
+
+TEST(Config, JsonRoundTripIsExact) {
+  Config c = config_resolve(std::nullopt, {"model.positional=learned", "train.batch_size=64", "report.probes=[\"1 2\"]"});
+  nlohmann::json once = config_to_json(c);
+  nlohmann::json twice = config_to_json(config_from_json(once));
+  EXPECT_EQ(once, twice);
+  EXPECT_EQ(config_from_json(once).train.batch_size, 64);
+}
+
+TEST(Config, FileThenOverridesWithCommentsAllowed) {
+  const fs::path path = fs::temp_directory_path() / "copytask_test_config.json";
+  std::ofstream(path) << "{\n  // a reason for each line\n  \"train\": {\"steps\": 50, \"lr\": 0.01},\n"
+                         "  \"model\": {\"positional\": \"alibi\"}\n}\n";
+  Config c = config_resolve(path.string(), {"train.steps=60"});
+  EXPECT_EQ(c.train.steps, 60);  // the override wins over the file
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.01);
+  EXPECT_EQ(c.model.positional, "alibi");
+  fs::remove(path);
+}
+
+TEST(Config, MalformedOrMissingFilesAreRejected) {
+  const fs::path path = fs::temp_directory_path() / "copytask_test_bad.json";
+  std::ofstream(path) << "{\"train\": {\"steps\": 50,}";
+  try {
+    config_resolve(path.string(), {});
+    FAIL();
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("not valid JSON"), std::string::npos) << error.what();
+  }
+  fs::remove(path);
+  EXPECT_THROW(config_resolve("/nonexistent/config.json", {}), ConfigError);
+}
+
+TEST(Config, UnknownKeysAreRejectedWithASuggestion) {
+  expect_rejected({"model.head=2"}, {"unknown key 'model.head'", "did you mean 'model.heads'"});
+  expect_rejected({"modle.heads=2"}, {"unknown key 'modle'", "did you mean 'model'"});
+  expect_rejected({"train.seeds"}, {"not key=value"});
+  expect_rejected({"model..heads=2"}, {"empty part"});
+}
+
+TEST(Config, WrongTypesAreRejected) {
+  expect_rejected({"model.heads=two"}, {"model.heads", "expected an integer", "a string"});
+  expect_rejected({"model.heads=2.5"}, {"model.heads", "expected an integer"});
+  expect_rejected({"model.causal=1"}, {"model.causal", "true or false"});
+  expect_rejected({"train.seeds=3"}, {"train.seeds", "expected a list"});
+  expect_rejected({"train.seeds=[0,\"a\"]"}, {"train.seeds[1]", "expected an integer"});
+  expect_rejected({"model.positional=3"}, {"model.positional", "expected a string"});
+}
+
+TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
+  expect_rejected({"model.heads=3"}, {"model.heads = 3", "must divide model.embed = 20"});
+  expect_rejected({"model.positional=rope", "model.embed=20", "model.heads=4"},
+                  {"model.positional", "even head dimension", "5"});
+  expect_rejected({"model.positional=sinusoidal", "model.embed=21", "model.heads=1"}, {"even model.embed"});
+  expect_rejected({"model.positional=xpos"}, {"model.positional", "none, sinusoidal, learned, rope, alibi"});
+  expect_rejected({"task.min_len=5", "task.max_len=4"}, {"task.max_len = 4", "at least task.min_len (5)"});
+  expect_rejected({"task.vocab_size=4", "task.max_len=2", "task.examples=100"},
+                  {"task.examples = 100", "only 6 distinct inputs"});
+  expect_rejected({"task.examples=5", "task.test_fraction=0.05"}, {"task.test_fraction", "test split empty"});
+  expect_rejected({"task.context=4", "task.min_len=4", "task.max_len=4"}, {"task.context = 4", "too short for task.min_len"});
+  expect_rejected({"task.context=6", "task.max_len=8"}, {"task.max_len = 8", "at most 5"});
+  expect_rejected({"task.test_fraction=1.5"}, {"task.test_fraction", "between 0 and 1"});
+  expect_rejected({"model.dropout=1"}, {"model.dropout", "[0, 1)"});
+  expect_rejected({"train.batch_size=20000"}, {"train.batch_size = 20000", "1..9000"});
+  expect_rejected({"train.lr=-1"}, {"train.lr"});
+  expect_rejected({"train.steps=0"}, {"train.steps"});
+  expect_rejected({"train.seeds=[]"}, {"train.seeds", "at least one seed"});
+  expect_rejected({"train.seeds=[1,1]"}, {"train.seeds", "distinct"});
+  expect_rejected({"train.device=tpu"}, {"train.device", "auto, cpu or cuda"});
+  expect_rejected({"report.probes=[\"7 1 x\"]"}, {"report.probes[0]", "'x' is not a token id"});
+  expect_rejected({"report.probes=[\"7 10\"]"}, {"report.probes[0]", "not a content token", "1..9"});
+  expect_rejected({"report.probes=[\"1 2 3 4 5 6 7 8 9 1\"]"}, {"do not fit in task.context = 10"});
+}
+
+TEST(Config, CompareSchemesAreChecked) {
+  expect_rejected({"compare.schemes=[{\"model.positional\": \"rope\"}]"}, {"compare.schemes[0]", "no \"name\""});
+  expect_rejected({"compare.schemes=[{\"name\": \"x\", \"task.seed\": 3}]"}, {"task.seed", "cannot vary between schemes"});
+  expect_rejected({"compare.schemes=[{\"name\": \"x\", \"model.head\": 2}]"}, {"\"x\"", "did you mean 'model.heads'"});
+  expect_rejected({"compare.schemes=[{\"name\": \"a\"}, {\"name\": \"a\"}]"}, {"used twice"});
+  expect_rejected({"compare.schemes=[{\"name\": \"a/b\"}]"}, {"names files"});
+  expect_rejected({"compare.schemes=[]"}, {"at least one scheme"});
+  Config c = config_resolve(std::nullopt, {"compare.schemes=[{\"name\": \"r\", \"model.positional\": \"rope\", \"model.heads\": 3}]"});
+  EXPECT_THROW(config_for_scheme(c, c.compare.schemes[0]), ConfigError);  // 3 heads do not divide 20
+  Config ok = config_for_scheme(c, {"r", {{"model.positional", "rope"}, {"model.causal", true}}});
+  EXPECT_EQ(ok.model.positional, "rope");
+  EXPECT_TRUE(ok.model.causal);
+}
+
+}  // namespace
+}  // namespace copytask

@@ -1,0 +1,79 @@
+// A member in a batch of members trains like a lone run of the same seed and scheme
+// (DESIGN.md section 3): same loss curve over 20 steps, with dropout and minibatches on.
+#include <gtest/gtest.h>
+
+#include "task/copy_task.h"
+#include "test_util.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace {
+
+// Relative tolerance on each step's loss: batched matmuls may sum in another order than
+// a lone run's, so the last bits can differ; 20 steps keep that far below 1e-4.
+constexpr double kRelativeTolerance = 1e-4;
+
+std::vector<std::vector<double>> loss_curves(const std::vector<MemberSpec>& members, const TrainData& data,
+                                             const TrainConfig& train) {
+  Encoder model(test::small_shape(0.1), members, torch::kCPU);
+  std::vector<std::vector<double>> curves(members.size());
+  train_members(model, data, train, nullptr, [&](int64_t, const torch::Tensor& loss) {
+    for (size_t m = 0; m < members.size(); ++m) curves[m].push_back(loss[m].item<double>());
+  });
+  return curves;
+}
+
+TEST(Members, EachMemberOfABatchFollowsItsLoneRunsLossCurve) {
+  TaskConfig task;
+  task.examples = 600;
+  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  TrainConfig train;
+  train.steps = 20;
+  train.batch_size = 32;
+  train.lr = 3e-3;
+  train.eval_every = 1000;
+
+  const std::vector<MemberSpec> batch = {{"sinusoidal", 0, "sinusoidal", false},
+                                         {"rope", 1, "rope", false},
+                                         {"alibi+causal", 2, "alibi", true},
+                                         {"learned", 3, "learned", false},
+                                         {"none", 4, "none", false}};
+  const auto batched = loss_curves(batch, data, train);
+  double worst = 0;
+  for (size_t m = 0; m < batch.size(); ++m) {
+    const auto lone = loss_curves({batch[m]}, data, train)[0];
+    ASSERT_EQ(lone.size(), 20u);
+    for (size_t step = 0; step < lone.size(); ++step) {
+      const double relative = std::abs(lone[step] - batched[m][step]) / std::max(1.0, std::abs(lone[step]));
+      worst = std::max(worst, relative);
+      EXPECT_LT(relative, kRelativeTolerance) << batch[m].scheme << " step " << step + 1;
+    }
+    // The loss really moved: the comparison is over a real training curve.
+    EXPECT_LT(lone.back(), lone.front() - 0.1) << batch[m].scheme;
+  }
+  std::printf("largest relative loss difference, batched vs lone, over 20 steps: %.2e\n", worst);
+
+  // And the check can fail: another seed of the same scheme follows another curve.
+  const auto other_seed = loss_curves({{"rope", 11, "rope", false}}, data, train)[0];
+  EXPECT_GT(std::abs(other_seed[5] - batched[1][5]), 1e-3);
+}
+
+TEST(Members, FullBatchMembersMatchLoneRunsToo) {
+  TaskConfig task;
+  task.examples = 300;
+  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  TrainConfig train;
+  train.steps = 5;
+  train.batch_size = 0;
+  train.eval_every = 1000;
+  const std::vector<MemberSpec> batch = {{"learned", 3, "learned", false}, {"rope", 1, "rope", true}};
+  const auto batched = loss_curves(batch, data, train);
+  for (size_t m = 0; m < batch.size(); ++m) {
+    const auto lone = loss_curves({batch[m]}, data, train)[0];
+    for (size_t step = 0; step < lone.size(); ++step)
+      EXPECT_NEAR(lone[step], batched[m][step], kRelativeTolerance * std::max(1.0, lone[step]));
+  }
+}
+
+}  // namespace
+}  // namespace copytask

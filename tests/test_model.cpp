@@ -1,0 +1,119 @@
+// Properties of the member-batched encoder: the causal mask, member independence, dropout.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+
+namespace copytask {
+namespace {
+
+std::vector<MemberSpec> every_scheme(bool causal) {
+  std::vector<MemberSpec> members;
+  int64_t seed = 10;
+  for (const auto& positional : positional_names()) members.push_back({positional, seed++, positional, causal});
+  return members;
+}
+
+// Logits of tokens that agree up to position `kept` and differ after it.
+std::pair<torch::Tensor, torch::Tensor> logits_of_two_inputs(Encoder& model, int64_t kept) {
+  const auto& shape = model->shape();
+  auto first = test::random_tokens(model->member_count(), 4, shape, 3);
+  auto second = first.clone();
+  auto tail = test::random_tokens(model->member_count(), 4, shape, 4);
+  second.narrow(2, kept + 1, shape.context - kept - 1).copy_(tail.narrow(2, kept + 1, shape.context - kept - 1));
+  // Make sure the inputs really differ after `kept`.
+  second.select(2, shape.context - 1).copy_((first.select(2, shape.context - 1) + 1) % shape.vocab);
+  torch::NoGradGuard no_grad;
+  model->eval();
+  return {model->forward(first), model->forward(second)};
+}
+
+TEST(Causal, ChangingLaterTokensLeavesEarlierOutputsUnchanged) {
+  Encoder model(test::small_shape(), every_scheme(true), torch::kCPU);
+  for (int64_t kept : {0, 3, 7}) {
+    auto [a, b] = logits_of_two_inputs(model, kept);  // (M, B, T, V)
+    auto early = test::max_abs_diff(a.narrow(2, 0, kept + 1), b.narrow(2, 0, kept + 1));
+    EXPECT_LT(early, 1e-6) << "positions 0.." << kept << " changed";
+    EXPECT_GT(test::max_abs_diff(a.narrow(2, kept + 1, 1), b.narrow(2, kept + 1, 1)), 1e-4)
+        << "position " << kept + 1 << " should see its own changed token";
+  }
+}
+
+TEST(Causal, WithoutTheMaskEarlierOutputsDoChange) {
+  Encoder model(test::small_shape(), every_scheme(false), torch::kCPU);
+  auto [a, b] = logits_of_two_inputs(model, 3);
+  for (int64_t m = 0; m < model->member_count(); ++m)
+    EXPECT_GT(test::max_abs_diff(a[m].narrow(1, 0, 4), b[m].narrow(1, 0, 4)), 1e-5) << model->members()[m].scheme;
+}
+
+TEST(Members, AMemberOutputDependsOnlyOnItsOwnParameters) {
+  Encoder model(test::small_shape(), every_scheme(false), torch::kCPU);
+  auto tokens = test::random_tokens(model->member_count(), 3, model->shape(), 5);
+  torch::NoGradGuard no_grad;
+  model->eval();
+  auto before = model->forward(tokens);
+  for (auto& item : model->named_parameters()) item.value()[2].add_(0.5);  // change member 2 only
+  auto after = model->forward(tokens);
+  for (int64_t m = 0; m < model->member_count(); ++m) {
+    if (m == 2) EXPECT_GT(test::max_abs_diff(before[m], after[m]), 1e-3);
+    else EXPECT_EQ(test::max_abs_diff(before[m], after[m]), 0.0) << "member " << m;
+  }
+}
+
+TEST(Members, SameSeedStartsFromTheSameWeightsInEveryScheme) {
+  Encoder a(test::small_shape(), std::vector<MemberSpec>{{"rope", 7, "rope", false}}, torch::kCPU);
+  Encoder b(test::small_shape(), std::vector<MemberSpec>{{"alibi", 7, "alibi", true}}, torch::kCPU);
+  Encoder c(test::small_shape(), std::vector<MemberSpec>{{"alibi", 8, "alibi", true}}, torch::kCPU);
+  auto pa = a->named_parameters(), pb = b->named_parameters(), pc = c->named_parameters();
+  double same = 0, different = 0;
+  for (const auto& item : pa) {
+    same = std::max(same, test::max_abs_diff(item.value(), pb[item.key()]));
+    different = std::max(different, test::max_abs_diff(item.value(), pc[item.key()]));
+  }
+  EXPECT_EQ(same, 0.0);
+  EXPECT_GT(different, 0.1);
+}
+
+TEST(Dropout, MasksOfAMemberDoNotDependOnItsNeighbours) {
+  auto shape = test::small_shape(0.3);
+  Encoder lone(shape, std::vector<MemberSpec>{{"rope", 5, "rope", false}}, torch::kCPU);
+  Encoder batch(shape, std::vector<MemberSpec>{{"none", 1, "none", false}, {"rope", 5, "rope", false}, {"alibi", 9, "alibi", true}},
+                torch::kCPU);
+  for (int step = 0; step < 3; ++step) {
+    auto lone_masks = lone->dropout_masks(4);
+    auto batch_masks = batch->dropout_masks(4);
+    auto lone_mask = lone_masks.take({4, 10, 10});    // the first site, member 0
+    auto batch_mask = batch_masks.take({4, 10, 10});  // the first site, members 0..2
+    EXPECT_EQ(test::max_abs_diff(lone_mask[0], batch_mask[1]), 0.0) << "step " << step;
+    EXPECT_GT(test::max_abs_diff(batch_mask[0], batch_mask[1]), 0.0);
+    // Kept values are scaled by 1/(1-p), and about p of them are dropped.
+    const double kept = (batch_mask > 0).to(torch::kFloat64).mean().item<double>();
+    EXPECT_NEAR(kept, 0.7, 0.1);
+    EXPECT_NEAR(batch_mask.max().item<double>(), 1.0 / 0.7, 1e-5);
+  }
+}
+
+TEST(Dropout, EvalModeIsDeterministicAndTrainingMasksChangeOutputs) {
+  Encoder model(test::small_shape(0.2), every_scheme(false), torch::kCPU);
+  auto tokens = test::random_tokens(model->member_count(), 3, model->shape(), 6);
+  torch::NoGradGuard no_grad;
+  auto a = model->forward(tokens), b = model->forward(tokens);
+  EXPECT_EQ(test::max_abs_diff(a, b), 0.0);
+  auto masks = model->dropout_masks(3);
+  auto c = model->forward(tokens, &masks);
+  EXPECT_TRUE(masks.used_up()) << "every mask site must be consumed by one forward pass";
+  EXPECT_GT(test::max_abs_diff(a, c), 1e-4);
+}
+
+TEST(Loss, MemberLossIsTheMeanCrossEntropy) {
+  torch::manual_seed(3);
+  auto logits = torch::randn({2, 3, 4, 5});
+  auto targets = torch::randint(0, 5, {2, 3, 4}, torch::kLong);
+  auto losses = member_losses(logits, targets);
+  for (int64_t m = 0; m < 2; ++m) {
+    auto expected = torch::nn::functional::cross_entropy(logits[m].reshape({-1, 5}), targets[m].reshape({-1}));
+    EXPECT_NEAR(losses[m].item<double>(), expected.item<double>(), 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace copytask

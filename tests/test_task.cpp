@@ -1,0 +1,103 @@
+// The copy task: layout, uniqueness, disjoint splits, determinism.
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "task/copy_task.h"
+
+namespace copytask {
+namespace {
+
+std::vector<int64_t> row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
+  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
+}
+
+TEST(Task, InputAndTargetLayout) {
+  // 1 7 2 <copy> _ _ _ _ _ _  ->  1 7 2 <copy> 1 7 2 _ _ _
+  EXPECT_EQ(copy_input({1, 7, 2}, 11, 10), (std::vector<int64_t>{1, 7, 2, 10, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(copy_target({1, 7, 2}, 11, 10), (std::vector<int64_t>{1, 7, 2, 10, 1, 7, 2, 0, 0, 0}));
+  EXPECT_EQ(copy_target({9}, 11, 10), (std::vector<int64_t>{9, 10, 9, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST(Task, TargetIsCutAtTheContextEnd) {
+  // 1 2 3 4 5 6 7 <copy> _ _  ->  1 2 3 4 5 6 7 <copy> 1 2
+  EXPECT_EQ(copy_target({1, 2, 3, 4, 5, 6, 7}, 11, 10), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 10, 1, 2}));
+  EXPECT_EQ(copy_target({1, 2, 3, 4, 5, 6, 7, 8, 9}, 11, 10), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
+TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
+  TaskConfig config;  // the reference protocol: 10000 examples, 10% test
+  CopyTask task = copy_task_generate(config);
+  EXPECT_EQ(task.train.count, 9000);
+  EXPECT_EQ(task.test.count, 1000);
+  const int64_t T = task.context;
+  std::set<std::vector<int64_t>> train_inputs, test_inputs;
+  std::vector<int64_t> length_counts(T, 0);
+  for (int64_t i = 0; i < task.train.count; ++i) train_inputs.insert(row(task.train.inputs, i, T));
+  for (int64_t i = 0; i < task.test.count; ++i) test_inputs.insert(row(task.test.inputs, i, T));
+  EXPECT_EQ(static_cast<int64_t>(train_inputs.size()), task.train.count) << "duplicate train inputs";
+  EXPECT_EQ(static_cast<int64_t>(test_inputs.size()), task.test.count) << "duplicate test inputs";
+  for (const auto& input : test_inputs) EXPECT_EQ(train_inputs.count(input), 0u) << "a test input is in train";
+
+  // Every example: k content tokens in 1..V-2, <copy>, padding; target = its copy.
+  for (const CopySplit* split : {&task.train, &task.test})
+    for (int64_t i = 0; i < split->count; ++i) {
+      auto input = row(split->inputs, i, T);
+      auto target = row(split->targets, i, T);
+      int64_t k = 0;
+      while (k < T && input[k] >= 1 && input[k] <= 9) ++k;
+      ASSERT_GE(k, config.min_len);
+      ASSERT_LE(k, config.max_len);
+      ASSERT_EQ(input[k], 10);
+      for (int64_t j = k + 1; j < T; ++j) ASSERT_EQ(input[j], 0);
+      std::vector<int64_t> content(input.begin(), input.begin() + k);
+      ASSERT_EQ(target, copy_target(content, 11, T));
+      length_counts[k] += 1;
+    }
+  // Lengths are uniform over 1..8 until a length runs out of distinct inputs: lengths 1,
+  // 2 and 3 have only 9, 81 and 729, so the other five share the remaining 9181 evenly.
+  EXPECT_EQ(length_counts[1], 9);
+  EXPECT_EQ(length_counts[2], 81);
+  EXPECT_EQ(length_counts[3], 729);
+  for (int64_t k = 4; k <= 8; ++k) EXPECT_NEAR(length_counts[k], 9181 / 5, 150) << "length " << k;
+}
+
+TEST(Task, DeterministicForASeedAndDifferentAcrossSeeds) {
+  TaskConfig config;
+  config.examples = 500;
+  CopyTask a = copy_task_generate(config), b = copy_task_generate(config);
+  EXPECT_EQ(a.train.inputs, b.train.inputs);
+  EXPECT_EQ(a.test.inputs, b.test.inputs);
+  config.seed = 1;
+  CopyTask c = copy_task_generate(config);
+  EXPECT_NE(a.train.inputs, c.train.inputs);
+}
+
+TEST(Task, EveryPossibleInputCanBeDrawn) {
+  TaskConfig config;
+  config.vocab_size = 4;  // content tokens 1, 2
+  config.context = 5;
+  config.min_len = 1;
+  config.max_len = 3;
+  config.examples = 14;   // 2 + 4 + 8: all of them
+  config.test_fraction = 0.25;
+  EXPECT_EQ(copy_task_capacity(config), 14);
+  CopyTask task = copy_task_generate(config);
+  std::set<std::vector<int64_t>> all;
+  for (int64_t i = 0; i < task.train.count; ++i) all.insert(row(task.train.inputs, i, 5));
+  for (int64_t i = 0; i < task.test.count; ++i) all.insert(row(task.test.inputs, i, 5));
+  EXPECT_EQ(all.size(), 14u);
+  config.examples = 15;
+  EXPECT_THROW(copy_task_generate(config), std::invalid_argument);
+}
+
+TEST(Task, ProbesParse) {
+  TaskConfig config;
+  EXPECT_EQ(probe_tokens("7 1 8 2", config), (std::vector<int64_t>{7, 1, 8, 2}));
+  EXPECT_THROW(probe_tokens("", config), std::invalid_argument);
+  EXPECT_THROW(probe_tokens("0 1", config), std::invalid_argument);
+  EXPECT_EQ(tokens_to_text(copy_input({7, 1}, 11, 5), 11), "7 1 <copy> _ _");
+}
+
+}  // namespace
+}  // namespace copytask
