@@ -1,4 +1,5 @@
 // The copy task: layout, uniqueness, disjoint splits, determinism.
+#include <algorithm>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -60,6 +61,17 @@ TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
   EXPECT_EQ(length_counts[2], 81);
   EXPECT_EQ(length_counts[3], 729);
   for (int64_t k = 4; k <= 8; ++k) EXPECT_NEAR(length_counts[k], 9181 / 5, 150) << "length " << k;
+
+  // The split is unbiased across lengths: each length sends about 10% of its examples to
+  // test (a split in drawing order once sent every short example to test).
+  std::vector<int64_t> test_counts(T, 0);
+  for (int64_t i = 0; i < task.test.count; ++i) {
+    auto input = row(task.test.inputs, i, T);
+    test_counts[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
+  }
+  EXPECT_LT(test_counts[2], 25) << "length 2 has 81 examples; about 8 belong in test";
+  EXPECT_NEAR(test_counts[3], 73, 30);
+  for (int64_t k = 4; k <= 8; ++k) EXPECT_NEAR(test_counts[k], 184, 45) << "length " << k;
 }
 
 TEST(Task, DeterministicForASeedAndDifferentAcrossSeeds) {

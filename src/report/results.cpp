@@ -7,8 +7,15 @@
 
 namespace copytask {
 
+nlohmann::json by_length_json(const std::vector<double>& by_length) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t k = 0; k < by_length.size(); ++k)
+    if (by_length[k] >= 0) out[std::to_string(k)] = by_length[k];
+  return out;
+}
+
 nlohmann::json run_record_json(const RunRecord& r) {
-  return {{"seed", r.seed},           {"test_exact", r.test_exact},   {"test_token", r.test_token},
+  return {{"test_exact_by_length", by_length_json(r.test_exact_by_length)},{"seed", r.seed},           {"test_exact", r.test_exact},   {"test_token", r.test_token},
           {"train_exact", r.train_exact}, {"train_token", r.train_token}, {"final_loss", r.final_loss},
           {"test_loss", r.test_loss}, {"steps", r.steps},             {"seconds", r.seconds},
           {"batch_members", r.batch_members}};

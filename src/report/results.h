@@ -17,7 +17,11 @@ struct RunRecord {
   int64_t steps = 0;
   double seconds = 0;     // wall time of the batch of members this run trained in
   int64_t batch_members = 1;  // how many members trained together in that batch
+  std::vector<double> test_exact_by_length;  // index k = content length; -1 = no such example
 };
+
+// {"1": 1.0, "2": 0.98, ...}: exact match by content length, lengths without examples left out.
+nlohmann::json by_length_json(const std::vector<double>& by_length);
 
 nlohmann::json run_record_json(const RunRecord& run);
 

@@ -194,7 +194,8 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
                                       {"train_token", evaluation.train[m].token},
                                       {"test_loss", evaluation.test[m].loss},
                                       {"test_exact", evaluation.test[m].exact},
-                                      {"test_token", evaluation.test[m].token}});
+                                      {"test_token", evaluation.test[m].token},
+                                      {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}});
           test_mean[members[m].scheme].first += evaluation.test[m].exact;
           test_mean[members[m].scheme].second += 1;
         }
@@ -231,6 +232,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           run.steps = outcome.steps;
           run.seconds = outcome.seconds;
           run.batch_members = M;
+          run.test_exact_by_length = outcome.final.test[m].exact_by_length;
           runs.push_back(run);
         }
         results["schemes"][scheme->name] = scheme_results_json(runs);

@@ -119,7 +119,9 @@ CopyTask copy_task_generate(const TaskConfig& task) {
     if (++used_of_length[k] == inputs_of_length(content_vocab, k)) lengths.erase(lengths.begin() + slot);
   }
 
-  // Examples arrive in random order, so the first test_count form an unbiased test split.
+  // Shuffle before splitting: the short lengths run out of distinct inputs early, so in
+  // drawing order they cluster at the front, and the test split would get all of them.
+  for (size_t i = contents.size() - 1; i > 0; --i) std::swap(contents[i], contents[uniform_below(engine, i + 1)]);
   CopyTask out;
   out.vocab_size = task.vocab_size;
   out.context = task.context;

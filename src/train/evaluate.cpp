@@ -11,6 +11,9 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device());
   auto loss_sum = torch::zeros({M}, options), exact_sum = torch::zeros({M}, options),
        token_sum = torch::zeros({M}, options);
+  auto lengths = content_lengths(inputs, model->shape().vocab);                 // (N)
+  auto exact_by_length = torch::zeros({M, T + 1}, options);                     // (M, T+1)
+  auto count_by_length = torch::zeros({T + 1}, options).index_add_(0, lengths, torch::ones({N}, options));
   for (int64_t start = 0; start < N; start += chunk) {
     const int64_t n = std::min(chunk, N - start);
     auto x = inputs.narrow(0, start, n).unsqueeze(0).expand({M, n, T});   // (M, n, T)
@@ -19,19 +22,28 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     loss_sum += member_losses(logits, y).to(torch::kFloat64) * static_cast<double>(n);
     auto correct = logits.argmax(-1).eq(y);                               // (M, n, T)
     token_sum += correct.sum({1, 2}).to(torch::kFloat64);
-    exact_sum += correct.all(-1).sum(1).to(torch::kFloat64);
+    auto exact = correct.all(-1).to(torch::kFloat64);                       // (M, n)
+    exact_sum += exact.sum(1);
+    exact_by_length.index_add_(1, lengths.narrow(0, start, n), exact);
   }
   // One host transfer for the whole evaluation.
   auto totals = torch::stack({loss_sum, exact_sum, token_sum}).cpu();  // (3, M)
+  auto by_length = torch::cat({exact_by_length, count_by_length.unsqueeze(0)}).cpu();  // (M+1, T+1)
   auto a = totals.accessor<double, 2>();
+  auto l = by_length.accessor<double, 2>();
   std::vector<SplitScores> scores(M);
   for (int64_t m = 0; m < M; ++m) {
     scores[m].loss = a[0][m] / static_cast<double>(N);
     scores[m].exact = a[1][m] / static_cast<double>(N);
     scores[m].token = a[2][m] / static_cast<double>(N * T);
+    for (int64_t k = 0; k <= T; ++k) scores[m].exact_by_length.push_back(l[M][k] > 0 ? l[m][k] / l[M][k] : -1.0);
   }
   if (was_training) model->train();
   return scores;
+}
+
+torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size) {
+  return inputs.eq(vocab_size - 1).to(torch::kLong).argmax(1);  // (N) position of <copy>
 }
 
 torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out) {

@@ -13,11 +13,16 @@ struct SplitScores {
   double loss = 0;   // mean cross-entropy over all N*T positions
   double exact = 0;  // fraction of examples with all T output tokens right
   double token = 0;  // fraction of the N*T output tokens right
+  // exact match by content length k (index k; -1 where the split has no example of that length)
+  std::vector<double> exact_by_length;
 };
 
 // inputs, targets: (N, T) int64 on the model's device. One entry per member.
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                                         int64_t chunk = 1024);
+
+// Content length k of each input (the position of <copy>): (N, T) -> (N) int64.
+torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size);
 
 // Greedy outputs: (M, N, T) int64 argmax tokens for inputs (N, T).
 torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs,
