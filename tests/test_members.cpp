@@ -13,6 +13,12 @@ namespace {
 // a lone run's, so the last bits can differ; 20 steps keep that far below 1e-4.
 constexpr double kRelativeTolerance = 1e-4;
 
+TrainData task_data(int64_t examples) {
+  TaskConfig task;
+  task.examples = examples;
+  return train_data_upload(copy_task_generate(task), torch::kCPU);
+}
+
 std::vector<std::vector<double>> loss_curves(const std::vector<MemberSpec>& members, const TrainData& data,
                                              const TrainConfig& train) {
   Encoder model(test::small_shape(0.1), members, torch::kCPU);
@@ -24,9 +30,7 @@ std::vector<std::vector<double>> loss_curves(const std::vector<MemberSpec>& memb
 }
 
 TEST(Members, EachMemberOfABatchFollowsItsLoneRunsLossCurve) {
-  TaskConfig task;
-  task.examples = 600;
-  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  const TrainData data = task_data(600);
   TrainConfig train;
   train.steps = 20;
   train.batch_size = 32;
@@ -59,9 +63,7 @@ TEST(Members, EachMemberOfABatchFollowsItsLoneRunsLossCurve) {
 }
 
 TEST(Members, FullBatchMembersMatchLoneRunsToo) {
-  TaskConfig task;
-  task.examples = 300;
-  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  const TrainData data = task_data(300);
   TrainConfig train;
   train.steps = 5;
   train.batch_size = 0;

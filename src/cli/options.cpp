@@ -18,12 +18,15 @@
 namespace copytask {
 namespace fs = std::filesystem;
 
-void study_options_bind(CLI::App& command, StudyCommandOptions& options) {
+CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
+                            StudyCommandOptions& options) {
+  CLI::App& command = *app.add_subcommand(name, description);
   command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
   command.add_option("--out", options.out_dir, "output folder (default: runs/<time>-<command>-<name>)");
   command.add_flag("--print-config", options.print_config, "print the resolved config as JSON and exit");
   command.add_option("overrides", options.overrides,
                      "key=value overrides with dotted keys, e.g. model.positional=rope train.seeds=[0,1,2]");
+  return &command;
 }
 
 namespace {

@@ -21,7 +21,9 @@ struct StudyCommandOptions {
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
 
-void study_options_bind(CLI::App& command, StudyCommandOptions& options);
+// Adds a study subcommand (train, compare) with its options bound to `options`.
+CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
+                            StudyCommandOptions& options);
 
 // Resolves the config, checks the device and output folder, prints the resolved config,
 // runs the study and prints the comparison table. `command` is "train" or "compare".

@@ -49,18 +49,21 @@ class ProgressLine {
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double rate = step / std::max(elapsed, 1e-9);
-    std::fprintf(stderr, "\r%s step %lld/%lld  loss %.4f  %.1f steps/s  eta %.0fs   ", label_.c_str(),
+    std::fprintf(stderr, "\r%s step %lld/%lld  loss %.4f  %.1f steps/s  eta %.0fs  %s   ", label_.c_str(),
                  static_cast<long long>(step), static_cast<long long>(steps_), member_loss.mean().item<double>(),
-                 rate, (steps_ - step) / std::max(rate, 1e-9));
+                 rate, (steps_ - step) / std::max(rate, 1e-9), last_evaluation_.c_str());
     if (step == steps_) std::fprintf(stderr, "\n");
     std::fflush(stderr);
   }
+  // The latest evaluation, shown at the end of the line.
+  void set_evaluation(std::string summary) { last_evaluation_ = std::move(summary); }
 
  private:
   bool enabled_;
   std::string label_;
   int64_t steps_;
   std::chrono::steady_clock::time_point start_, last_{};
+  std::string last_evaluation_;
 };
 
 // attention.json entry of one scheme: per probe, [member][layer][head][T][T] and outputs.
@@ -199,14 +202,15 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           test_mean[members[m].scheme].first += evaluation.test[m].exact;
           test_mean[members[m].scheme].second += 1;
         }
-        if (!options.progress_line || evaluation.step == config.train.steps) {
-          std::string line;
-          for (const auto* scheme : batch.schemes) {
-            const auto& [sum, count] = test_mean[scheme->name];
-            line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", scheme->name, sum / count);
-          }
-          spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
+        std::string line;
+        for (const auto* scheme : batch.schemes) {
+          const auto& [sum, count] = test_mean[scheme->name];
+          line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", scheme->name, sum / count);
         }
+        progress.set_evaluation("test exact: " + line);
+        // On a terminal the progress line shows each evaluation; the log keeps the last.
+        if (!options.progress_line || evaluation.step == config.train.steps)
+          spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
       };
       auto on_step = [&](int64_t step, const torch::Tensor& loss) { progress.update(step, loss); };
       const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step);

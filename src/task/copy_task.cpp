@@ -6,19 +6,10 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "util/uniform.h"
+
 namespace copytask {
 namespace {
-
-// Uniform integer in [0, bound) from a 64-bit engine, by rejection: unlike
-// std::uniform_int_distribution, the same on every standard library.
-uint64_t uniform_below(std::mt19937_64& engine, uint64_t bound) {
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
-  uint64_t draw;
-  do {
-    draw = engine();
-  } while (draw >= limit);
-  return draw % bound;
-}
 
 // Capacity of one length: (V-2)^k, saturated.
 int64_t inputs_of_length(int64_t content_vocab, int64_t k) {

@@ -1,21 +1,11 @@
 #include "train/batcher.h"
 
-#include <limits>
 #include <numeric>
 #include <stdexcept>
 
+#include "util/uniform.h"
+
 namespace copytask {
-namespace {
-// Uniform in [0, bound), by rejection: the same on every standard library.
-uint64_t uniform_below(std::mt19937_64& engine, uint64_t bound) {
-  const uint64_t limit = std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
-  uint64_t draw;
-  do {
-    draw = engine();
-  } while (draw >= limit);
-  return draw % bound;
-}
-}  // namespace
 
 MemberBatcher::MemberBatcher(int64_t examples, int64_t batch_size, const std::vector<uint64_t>& member_seeds)
     : examples_(examples), batch_size_(batch_size) {
