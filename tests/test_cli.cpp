@@ -67,6 +67,10 @@ TEST(Cli, BadInputExitsWithCode2AndSaysWhatToFix) {
   expect_bad_input("train --no-such-flag", {"no-such-flag"});
   expect_bad_input("frobnicate", {"frobnicate"});
   expect_bad_input("", {"subcommand"});
+  // An --out below a file can never be created (root-proof, unlike a permission test).
+  Outcome unwritable = run("train --out /etc/hostname/study");
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.output;
+  EXPECT_NE(unwritable.output.find("not a writable folder"), std::string::npos) << unwritable.output;
   if (!torch::cuda::is_available()) expect_bad_input("train train.device=cuda", {"train.device = cuda", "no CUDA device"});
 }
 

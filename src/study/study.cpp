@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -101,10 +103,6 @@ nlohmann::json attention_entry(const std::vector<torch::Tensor>& layers, const t
   return per_probe;
 }
 
-struct Batch {
-  std::vector<const StudyScheme*> schemes;
-};
-
 }  // namespace
 
 std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
@@ -125,6 +123,14 @@ void study_check_out_dir(const std::string& out_dir) {
   }
   if (fs::exists(out_dir) && !fs::is_directory(out_dir))
     throw ConfigError("--out " + out_dir + " exists and is not a folder; choose another path");
+  // The folder (or the nearest part of its path that exists) must be writable, or the
+  // study would fail only after training.
+  fs::path existing = fs::absolute(out_dir);
+  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (!fs::is_directory(existing) || ::access(existing.c_str(), W_OK | X_OK) != 0)
+    throw ConfigError("--out " + out_dir + ": cannot create or write there (" + existing.string() +
+                      " is not a writable folder); choose another path");
 }
 
 nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options) {
@@ -158,19 +164,19 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
 
     // Batches of members, in the order schemes were listed.
     std::vector<std::string> keys;
-    std::map<std::string, Batch> batches;
+    std::map<std::string, std::vector<const StudyScheme*>> batches;  // key -> its schemes
     for (const auto& scheme : schemes) {
       const std::string key = batch_key(scheme.config);
       if (!batches.count(key)) keys.push_back(key);
-      batches[key].schemes.push_back(&scheme);
+      batches[key].push_back(&scheme);
     }
 
     for (size_t b = 0; b < keys.size(); ++b) {
-      const Batch& batch = batches[keys[b]];
-      const Config& config = batch.schemes.front()->config;
+      const std::vector<const StudyScheme*>& batch = batches[keys[b]];
+      const Config& config = batch.front()->config;
       std::vector<MemberSpec> members;
       std::string names;
-      for (const auto* scheme : batch.schemes) {
+      for (const auto* scheme : batch) {
         auto more = members_of(scheme->name, scheme->config.model.positional, scheme->config.model.causal,
                                scheme->config.train.seeds);
         members.insert(members.end(), more.begin(), more.end());
@@ -203,7 +209,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           test_mean[members[m].scheme].second += 1;
         }
         std::string line;
-        for (const auto* scheme : batch.schemes) {
+        for (const auto* scheme : batch) {
           const auto& [sum, count] = test_mean[scheme->name];
           line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", scheme->name, sum / count);
         }
@@ -221,7 +227,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
       for (auto& layer : probe_attention) layer = layer.cpu();
 
       int64_t first = 0;
-      for (const auto* scheme : batch.schemes) {
+      for (const auto* scheme : batch) {
         const int64_t count = static_cast<int64_t>(scheme->config.train.seeds.size());
         std::vector<RunRecord> runs;
         for (int64_t m = first; m < first + count; ++m) {
