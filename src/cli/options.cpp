@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -44,9 +45,18 @@ std::string default_out_dir(const std::string& command, const std::string& name)
 }
 
 void print_config_table(const Config& config) {
-  std::printf("+-%-28s-+-%-44s-+\n", "----------------------------", "--------------------------------------------");
-  for (const auto& [key, value] : config_flatten(config)) std::printf("| %-28s | %-44s |\n", key.c_str(), value.c_str());
-  std::printf("+-%-28s-+-%-44s-+\n", "----------------------------", "--------------------------------------------");
+  const auto rows = config_flatten(config);
+  size_t key_width = 3, value_width = 5;
+  for (const auto& [key, value] : rows) {
+    key_width = std::max(key_width, key.size());
+    value_width = std::max(value_width, value.size());
+  }
+  const std::string rule = "+" + std::string(key_width + 2, '-') + "+" + std::string(value_width + 2, '-') + "+\n";
+  std::printf("%s| %-*s | %-*s |\n%s", rule.c_str(), static_cast<int>(key_width), "key", static_cast<int>(value_width),
+              "value", rule.c_str());
+  for (const auto& [key, value] : rows)
+    std::printf("| %-*s | %-*s |\n", static_cast<int>(key_width), key.c_str(), static_cast<int>(value_width), value.c_str());
+  std::printf("%s", rule.c_str());
   std::fflush(stdout);
 }
 
