@@ -19,9 +19,10 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-Outcome run(const std::string& arguments) {
+// Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
+Outcome run(const std::string& arguments, const std::string& prefix = "") {
   const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
+  const std::string command = prefix + std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   Outcome outcome;
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -177,6 +178,26 @@ TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   EXPECT_NE(outcome.output.find("sin ", table), std::string::npos);
   EXPECT_NE(outcome.output.find("rope-2h", table), std::string::npos);
   EXPECT_NE(outcome.output.find("results: " + out.string()), std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST(Cli, InterruptKeepsFinishedBatchesAndSaysSo) {
+  // Two batches (the step counts differ): the first finishes in a second, the second
+  // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.
+  const fs::path out = fresh_dir("interrupt");
+  const std::string schemes =
+      "'compare.schemes=[{\"name\": \"quick\", \"model.positional\": \"rope\"},"
+      " {\"name\": \"endless\", \"model.positional\": \"rope\", \"train.steps\": 10000000}]'";
+  Outcome outcome = run(std::string("compare ") + kTiny + " " + schemes + " --out " + out.string(),
+                        "timeout --preserve-status -s INT 6 ");
+  EXPECT_EQ(outcome.exit_code, 130) << outcome.output;
+  EXPECT_EQ(read_json(out / "run.json")["status"], "interrupted");
+  nlohmann::json results = read_json(out / "results.json");
+  EXPECT_TRUE(results["schemes"].contains("quick")) << results.dump();
+  EXPECT_FALSE(results["schemes"].contains("endless"));
+  EXPECT_TRUE(fs::exists(out / "checkpoints" / "quick.pt"));
+  for (const auto& entry : fs::recursive_directory_iterator(out))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
   fs::remove_all(out);
 }
 
