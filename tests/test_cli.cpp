@@ -44,6 +44,12 @@ nlohmann::json read_json(const fs::path& path) {
   return nlohmann::json::parse(file);
 }
 
+// Atomic writes leave no temporary file behind, whatever happened.
+void expect_no_temporary_files(const fs::path& out) {
+  for (const auto& entry : fs::recursive_directory_iterator(out))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+}
+
 // A study small enough for a test: ~2 seconds on 2 cores.
 const char* kTiny =
     "task.examples=400 model.embed=8 model.hidden=16 train.steps=30 train.batch_size=32 train.eval_every=10 "
@@ -148,8 +154,7 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
   }
   EXPECT_EQ(lines, 6);
   EXPECT_TRUE(fs::exists(out / "checkpoints" / "alibi+causal.pt"));
-  for (const auto& entry : fs::recursive_directory_iterator(out))
-    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+  expect_no_temporary_files(out);
 
   // A second run into the same folder is refused, and the first study is untouched.
   const auto before = fs::last_write_time(out / "results.json");
@@ -196,8 +201,7 @@ TEST(Cli, InterruptKeepsFinishedBatchesAndSaysSo) {
   EXPECT_TRUE(results["schemes"].contains("quick")) << results.dump();
   EXPECT_FALSE(results["schemes"].contains("endless"));
   EXPECT_TRUE(fs::exists(out / "checkpoints" / "quick.pt"));
-  for (const auto& entry : fs::recursive_directory_iterator(out))
-    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+  expect_no_temporary_files(out);
   fs::remove_all(out);
 }
 
