@@ -1,6 +1,7 @@
 // Properties of the member-batched encoder: the causal mask, member independence, dropout.
 #include <gtest/gtest.h>
 
+#include "model/positional.h"
 #include "test_util.h"
 
 namespace copytask {

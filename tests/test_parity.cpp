@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/positional.h"
 #include "test_util.h"
 
 namespace copytask {

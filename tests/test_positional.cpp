@@ -87,3 +87,23 @@ TEST(Alibi, BiasIsMinusSlopeTimesDistance) {
 
 }  // namespace
 }  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// DESIGN.md section 2: each scheme uses at most one of the three hooks.
+TEST(Schemes, EachSchemeImplementsAtMostOneHook) {
+  ASSERT_EQ(positional_names(), (std::vector<std::string>{"none", "sinusoidal", "learned", "rope", "alibi"}));
+  for (const auto& name : positional_names()) {
+    auto scheme = positional_scheme(name, 10, 4, torch::kCPU);
+    ASSERT_TRUE(scheme) << name;
+    EXPECT_EQ(scheme->name(), name);
+    const int hooks = (scheme->additive(10, 8).defined() || scheme->adds_learned_table()) +
+                      scheme->rotates_qk() + scheme->score_bias(2, 10).defined();
+    EXPECT_EQ(hooks, name == "none" ? 0 : 1) << name;
+  }
+  EXPECT_EQ(positional_scheme("xpos", 10, 4, torch::kCPU), nullptr);
+}
+
+}  // namespace
+}  // namespace copytask

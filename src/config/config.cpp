@@ -3,11 +3,6 @@
 
 namespace copytask {
 
-const std::vector<std::string>& positional_names() {
-  static const std::vector<std::string> names = {"none", "sinusoidal", "learned", "rope", "alibi"};
-  return names;
-}
-
 std::string scheme_name_of(const ModelConfig& model) {
   return model.positional + (model.causal ? "+causal" : "");
 }

@@ -74,9 +74,6 @@ struct Config {
   static CompareConfig default_compare();
 };
 
-// The positional schemes the model implements.
-const std::vector<std::string>& positional_names();
-
 // Resolution: defaults, then the file (JSON, // comments allowed), then each "key=value"
 // (value parsed as JSON, else taken as a string), then config_validate. Throws ConfigError.
 Config config_resolve(const std::optional<std::string>& file_path,

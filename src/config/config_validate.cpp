@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config/config.h"
+#include "model/positional.h"
 #include "task/copy_task.h"
 
 namespace copytask {
@@ -64,13 +65,8 @@ void validate_model(const ModelConfig& m) {
   for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
   require(std::find(names.begin(), names.end(), m.positional) != names.end(), "model.positional",
           "\"" + m.positional + "\"", "must be one of " + allowed);
-  if (m.positional == "rope")
-    require((m.embed / m.heads) % 2 == 0, "model.positional", "\"rope\"",
-            "needs an even head dimension, but model.embed / model.heads = " + std::to_string(m.embed / m.heads) +
-                "; change model.embed or model.heads");
-  if (m.positional == "sinusoidal")
-    require(m.embed % 2 == 0, "model.positional", "\"sinusoidal\"",
-            "needs an even model.embed (sin/cos pairs), got " + std::to_string(m.embed));
+  const std::string problem = positional_scheme(m.positional, 0, 0, torch::kCPU)->incompatibility(m.embed, m.heads);
+  require(problem.empty(), "model.positional", "\"" + m.positional + "\"", problem);
 }
 
 void validate_train(const TrainConfig& t, const TaskConfig& task) {

@@ -20,7 +20,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
-#include "model/positional.h"
+#include "model/positional_hooks.h"
 #include "model/stacked.h"
 
 namespace copytask {

@@ -1,6 +1,8 @@
 #include "model/positional.h"
 
 #include <cmath>
+#include <functional>
+#include <map>
 
 namespace copytask {
 
@@ -62,58 +64,90 @@ torch::Tensor alibi_bias(int64_t heads, int64_t positions) {
   return (-slopes.view({heads, 1, 1}) * distance.unsqueeze(0)).to(torch::kFloat32);  // (H, T, T)
 }
 
-PositionalHooks::PositionalHooks(const std::vector<std::string>& positional, int64_t positions, int64_t embed,
-                                 int64_t heads, const torch::Device& device) {
-  const int64_t members = static_cast<int64_t>(positional.size());
-  auto float_options = torch::TensorOptions().dtype(torch::kFloat32);
-  auto is = [&](const std::string& name) {
-    std::vector<float> flags;
-    for (const auto& p : positional) flags.push_back(p == name ? 1.0f : 0.0f);
-    return torch::tensor(flags, float_options);  // (M)
+namespace {
+
+class NoPositions : public PositionalScheme {
+ public:
+  std::string name() const override { return "none"; }
+};
+
+class Sinusoidal : public PositionalScheme {
+ public:
+  std::string name() const override { return "sinusoidal"; }
+  std::string incompatibility(int64_t embed, int64_t) const override {
+    return embed % 2 == 0 ? "" : "needs an even model.embed (sin/cos pairs), got " + std::to_string(embed);
+  }
+  torch::Tensor additive(int64_t positions, int64_t embed) const override { return sinusoidal_table(positions, embed); }
+};
+
+class Learned : public PositionalScheme {
+ public:
+  std::string name() const override { return "learned"; }
+  bool adds_learned_table() const override { return true; }
+};
+
+class Rope : public PositionalScheme {
+ public:
+  Rope(int64_t positions, int64_t head_dim, const torch::Device& device) {
+    if (positions > 0 && head_dim % 2 == 0) {
+      auto angles = rope_angles(positions, head_dim);  // (T, Dh/2)
+      cos_ = angles.cos().to(device);
+      sin_ = angles.sin().to(device);
+    }
+  }
+  std::string name() const override { return "rope"; }
+  std::string incompatibility(int64_t embed, int64_t heads) const override {
+    return (embed / heads) % 2 == 0 ? ""
+                                    : "needs an even head dimension, but model.embed / model.heads = " +
+                                          std::to_string(embed / heads) + "; change model.embed or model.heads";
+  }
+  bool rotates_qk() const override { return true; }
+  void rotate_qk(torch::Tensor& q, torch::Tensor& k) const override {
+    q = rope_rotate(q, cos_, sin_);
+    k = rope_rotate(k, cos_, sin_);
+  }
+
+ private:
+  torch::Tensor cos_, sin_;  // (T, Dh/2)
+};
+
+class Alibi : public PositionalScheme {
+ public:
+  std::string name() const override { return "alibi"; }
+  torch::Tensor score_bias(int64_t heads, int64_t positions) const override { return alibi_bias(heads, positions); }
+};
+
+using SchemeFactory = std::function<std::unique_ptr<PositionalScheme>(int64_t positions, int64_t head_dim,
+                                                                      const torch::Device& device)>;
+
+// Every scheme, by name, in the order of the reference study.
+const std::vector<std::pair<std::string, SchemeFactory>>& positional_registry() {
+  static const std::vector<std::pair<std::string, SchemeFactory>> registry = {
+      {"none", [](int64_t, int64_t, const torch::Device&) { return std::make_unique<NoPositions>(); }},
+      {"sinusoidal", [](int64_t, int64_t, const torch::Device&) { return std::make_unique<Sinusoidal>(); }},
+      {"learned", [](int64_t, int64_t, const torch::Device&) { return std::make_unique<Learned>(); }},
+      {"rope", [](int64_t t, int64_t dh, const torch::Device& d) { return std::make_unique<Rope>(t, dh, d); }},
+      {"alibi", [](int64_t, int64_t, const torch::Device&) { return std::make_unique<Alibi>(); }},
   };
-  auto sinusoidal = is("sinusoidal"), learned = is("learned"), rope = is("rope"), alibi = is("alibi");
-
-  if (sinusoidal.sum().item<float>() > 0)
-    fixed_additive_ = (sinusoidal.view({members, 1, 1, 1}) * sinusoidal_table(positions, embed).view({1, 1, positions, embed}))
-                          .to(device);  // (M, 1, T, D)
-  any_learned_ = learned.sum().item<float>() > 0;
-  learned_mask_ = learned.view({members, 1, 1, 1}).to(device);  // (M, 1, 1, 1)
-
-  const float rope_count = rope.sum().item<float>();
-  any_rope_ = rope_count > 0;
-  all_rope_ = rope_count == static_cast<float>(members);
-  if (any_rope_) {
-    auto angles = rope_angles(positions, embed / heads);  // (T, Dh/2)
-    rope_cos_ = angles.cos().to(device);
-    rope_sin_ = angles.sin().to(device);
-    rope_mask_ = rope.to(torch::kBool).view({members, 1, 1, 1, 1}).to(device);
-  }
-  if (alibi.sum().item<float>() > 0)
-    score_bias_ = (alibi.view({members, 1, 1, 1, 1}) * alibi_bias(heads, positions).unsqueeze(0).unsqueeze(0))
-                      .to(device);  // (M, 1, H, T, T)
+  return registry;
 }
 
-torch::Tensor PositionalHooks::additive(const torch::Tensor& learned_table) const {
-  torch::Tensor total;
-  if (fixed_additive_.defined()) total = fixed_additive_;
-  if (any_learned_) {
-    auto learned = (learned_table * learned_mask_.squeeze(1)).unsqueeze(1);  // (M, 1, T, D)
-    total = total.defined() ? total + learned : learned;
-  }
-  return total;
+}  // namespace
+
+std::unique_ptr<PositionalScheme> positional_scheme(const std::string& name, int64_t positions, int64_t head_dim,
+                                                    const torch::Device& device) {
+  for (const auto& [scheme_name, make] : positional_registry())
+    if (scheme_name == name) return make(positions, head_dim, device);
+  return nullptr;
 }
 
-void PositionalHooks::rotate_qk(torch::Tensor& q, torch::Tensor& k) const {
-  if (!any_rope_) return;
-  auto q_rotated = rope_rotate(q, rope_cos_, rope_sin_);
-  auto k_rotated = rope_rotate(k, rope_cos_, rope_sin_);
-  if (all_rope_) {
-    q = q_rotated;
-    k = k_rotated;
-  } else {
-    q = torch::where(rope_mask_, q_rotated, q);
-    k = torch::where(rope_mask_, k_rotated, k);
-  }
+const std::vector<std::string>& positional_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : positional_registry()) out.push_back(entry.first);
+    return out;
+  }();
+  return names;
 }
 
 }  // namespace copytask
