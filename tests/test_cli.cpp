@@ -175,6 +175,7 @@ TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   nlohmann::json results = read_json(out / "results.json");
   EXPECT_TRUE(results["schemes"].contains("sin"));
   EXPECT_TRUE(results["schemes"].contains("rope-2h"));
+  EXPECT_EQ(results["schemes"]["rope-2h"]["overrides"]["model.heads"], 2) << "each scheme says what made it";
   // Two batches (the head counts differ), each with its own checkpoint.
   EXPECT_EQ(results["schemes"]["sin"]["runs"][0]["batch_members"], 2);
   EXPECT_TRUE(fs::exists(out / "checkpoints" / "rope-2h.pt"));

@@ -106,12 +106,14 @@ nlohmann::json attention_entry(const std::vector<torch::Tensor>& layers, const t
 }  // namespace
 
 std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
-  return {StudyScheme{scheme_name_of(config.model), config}};
+  nlohmann::json overrides = {{"model.positional", config.model.positional}, {"model.causal", config.model.causal}};
+  return {StudyScheme{scheme_name_of(config.model), config, overrides}};
 }
 
 std::vector<StudyScheme> study_schemes_for_compare(const Config& config) {
   std::vector<StudyScheme> schemes;
-  for (const auto& spec : config.compare.schemes) schemes.push_back({spec.name, config_for_scheme(config, spec)});
+  for (const auto& spec : config.compare.schemes)
+    schemes.push_back({spec.name, config_for_scheme(config, spec), spec.overrides});
   return schemes;
 }
 
@@ -248,6 +250,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
         results["schemes"][scheme->name] = scheme_results_json(runs);
         results["schemes"][scheme->name]["positional"] = scheme->config.model.positional;
         results["schemes"][scheme->name]["causal"] = scheme->config.model.causal;
+        results["schemes"][scheme->name]["overrides"] = scheme->overrides;
         attention["schemes"][scheme->name] = {{"seeds", scheme->config.train.seeds},
                                               {"probes", attention_entry(probe_attention, probe_outputs, first, count)}};
         checkpoint_save(model, first, count, (out / "checkpoints" / (scheme->name + ".pt")).string());

@@ -16,6 +16,7 @@ namespace copytask {
 struct StudyScheme {
   std::string name;
   Config config;  // validated
+  nlohmann::json overrides = nlohmann::json::object();  // what makes it from the base config
 };
 
 struct StudyOptions {
