@@ -165,6 +165,22 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
   fs::remove_all(out);
 }
 
+TEST(Cli, ConfigJsonRerunsTheStudyToTheSameNumbers) {
+  const fs::path first = fresh_dir("rerun1"), second = fresh_dir("rerun2");
+  Outcome a = run(std::string("train ") + kTiny + " model.positional=learned --out " + first.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  Outcome b = run("train --config " + (first / "config.json").string() + " --out " + second.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto runs_a = read_json(first / "results.json")["schemes"]["learned"]["runs"];
+  auto runs_b = read_json(second / "results.json")["schemes"]["learned"]["runs"];
+  ASSERT_EQ(runs_a.size(), 2u);
+  for (size_t i = 0; i < runs_a.size(); ++i)
+    for (const char* key : {"test_exact", "test_token", "train_exact", "final_loss"})
+      EXPECT_EQ(runs_a[i][key], runs_b[i][key]) << key << " of seed " << i;
+  fs::remove_all(first);
+  fs::remove_all(second);
+}
+
 TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   const fs::path out = fresh_dir("compare");
   const std::string schemes =
