@@ -148,7 +148,8 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
   json_write_atomic((out / "run.json").string(), run_info_json(info));
 
   nlohmann::json results = {{"schemes", nlohmann::json::object()}};
-  nlohmann::json attention = {{"probes", base.report.probes}, {"schemes", nlohmann::json::object()}};
+  nlohmann::json attention = {
+      {"probes", base.report.probes}, {"inputs", nlohmann::json::array()}, {"schemes", nlohmann::json::object()}};
   const std::string metrics_path = (out / "metrics.jsonl").string();
 
   try {
@@ -158,11 +159,16 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
     spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
                  task.context, task.vocab_size);
 
-    std::vector<torch::Tensor> probe_rows;
-    for (const auto& probe : base.report.probes)
-      probe_rows.push_back(torch::tensor(copy_input(probe_tokens(probe, base.task), base.task.vocab_size,
-                                                    base.task.context)));
-    const torch::Tensor probe_inputs = torch::stack(probe_rows).to(options.device);  // (P, T)
+    // The probes' full inputs (<copy> and padding added); report.probes may be empty.
+    std::vector<int64_t> probe_flat;
+    for (const auto& probe : base.report.probes) {
+      auto input = copy_input(probe_tokens(probe, base.task), base.task.vocab_size, base.task.context);
+      attention["inputs"].push_back(input);
+      probe_flat.insert(probe_flat.end(), input.begin(), input.end());
+    }
+    const int64_t probe_count = static_cast<int64_t>(base.report.probes.size());
+    const torch::Tensor probe_inputs =
+        torch::tensor(probe_flat, torch::kLong).view({probe_count, base.task.context}).to(options.device);  // (P, T)
 
     // Batches of members, in the order schemes were listed.
     std::vector<std::string> keys;
@@ -225,7 +231,9 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
 
       // Outputs and attention maps of every member on the probes.
       std::vector<torch::Tensor> probe_attention;
-      const torch::Tensor probe_outputs = predict_tokens(model, probe_inputs, &probe_attention).cpu();  // (M, P, T)
+      const torch::Tensor probe_outputs =
+          probe_count > 0 ? predict_tokens(model, probe_inputs, &probe_attention).cpu()  // (M, P, T)
+                          : torch::zeros({M, 0, base.task.context}, torch::kLong);
       for (auto& layer : probe_attention) layer = layer.cpu();
 
       int64_t first = 0;
