@@ -137,6 +137,7 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
 TEST(Config, CompareSchemesAreChecked) {
   expect_rejected({"compare.schemes=[{\"model.positional\": \"rope\"}]"}, {"compare.schemes[0]", "no \"name\""});
   expect_rejected({"compare.schemes=[{\"name\": \"x\", \"task.seed\": 3}]"}, {"task.seed", "cannot vary between schemes"});
+  expect_rejected({"compare.schemes=[{\"name\": \"x\", \"train.device\": \"cpu\"}]"}, {"train.device", "cannot vary"});
   expect_rejected({"compare.schemes=[{\"name\": \"x\", \"model.head\": 2}]"}, {"\"x\"", "did you mean 'model.heads'"});
   expect_rejected({"compare.schemes=[{\"name\": \"a\"}, {\"name\": \"a\"}]"}, {"used twice"});
   expect_rejected({"compare.schemes=[{\"name\": \"a/b\"}]"}, {"names files"});

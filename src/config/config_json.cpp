@@ -144,7 +144,8 @@ json scheme_to_json(const SchemeSpec& scheme) {
 }
 
 // A compare.schemes entry: {"name": ..., "<dotted key>": value, ...}. Only model.* and
-// train.* may vary between schemes: the data (task.*) is shared by the whole study.
+// train.* may vary between schemes: the data (task.*), the device and the threads are
+// the whole study's.
 SchemeSpec scheme_from_json(const json& entry, size_t index, const json& defaults) {
   const std::string where = "compare.schemes[" + std::to_string(index) + "]";
   if (!entry.is_object())
@@ -157,9 +158,10 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
   for (const auto& item : entry.items()) {
     if (item.key() == "name") continue;
     const std::string& key = item.key();
-    if (key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0)
+    if ((key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0) || key == "train.device" || key == "train.threads")
       throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
-                        "' cannot vary between schemes; a scheme may override model.* and train.* keys only");
+                        "' cannot vary between schemes; a scheme may override model.* and train.* keys "
+                        "(but not train.device or train.threads, which hold for the whole study)");
     // Check the key and type now, so a typo is reported with the scheme's name.
     json probe = defaults;
     try {
