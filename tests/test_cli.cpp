@@ -203,7 +203,7 @@ TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   ASSERT_NE(table, std::string::npos) << outcome.output;
   EXPECT_NE(outcome.output.find("sin ", table), std::string::npos);
   EXPECT_NE(outcome.output.find("rope-2h", table), std::string::npos);
-  EXPECT_NE(outcome.output.find("results: " + out.string()), std::string::npos);
+  EXPECT_NE(outcome.output.find("output folder: " + out.string()), std::string::npos);
   fs::remove_all(out);
 }
 

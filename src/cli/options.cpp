@@ -96,7 +96,7 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
     std::vector<std::string> order;
     for (const auto& scheme : schemes) order.push_back(scheme.name);
     std::printf("\n%s", table_format(results_table(results, order)).c_str());
-    std::printf("\nresults: %s/results.json\n", study.out_dir.c_str());
+    std::printf("\noutput folder: %s\n", study.out_dir.c_str());
     return kExitOk;
   } catch (const Interrupted&) {
     spdlog::warn("interrupted; finished batches are kept in {}", study.out_dir);
