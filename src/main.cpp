@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "train/trainer.h"
+#include "train/interrupt.h"
 #include "version.h"
 
 namespace {

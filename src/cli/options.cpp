@@ -14,7 +14,7 @@
 #include "config/config.h"
 #include "report/results.h"
 #include "study/study.h"
-#include "train/trainer.h"
+#include "train/interrupt.h"
 
 namespace copytask {
 namespace fs = std::filesystem;

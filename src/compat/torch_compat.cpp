@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>

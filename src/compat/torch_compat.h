@@ -4,8 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include <ATen/core/Generator.h>
 #include <c10/core/Device.h>
+
+namespace at {
+struct Generator;  // ATen/core/Generator.h, kept out of the command line's translation units
+}
 
 namespace copytask {
 

@@ -3,7 +3,6 @@
 // independent optimizers), full batch or per-member seeded minibatches, evaluation every
 // eval_every steps and at the last one. Shapes: M members, B batch, N examples, T positions.
 #include <functional>
-#include <stdexcept>
 #include <vector>
 
 #include <torch/types.h>
@@ -12,6 +11,7 @@
 #include "model/encoder.h"
 #include "task/copy_task.h"
 #include "train/evaluate.h"
+#include "train/interrupt.h"
 
 namespace copytask {
 
@@ -40,13 +40,5 @@ using StepCallback = std::function<void(int64_t step, const torch::Tensor& membe
 
 TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
                            const EvaluationCallback& on_evaluation, const StepCallback& on_step = nullptr);
-
-// Ctrl-C: the loop stops before its next step and throws Interrupted.
-class Interrupted : public std::runtime_error {
- public:
-  Interrupted() : std::runtime_error("interrupted") {}
-};
-void stop_request();
-bool stop_requested();
 
 }  // namespace copytask
