@@ -28,14 +28,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(copytask::version_string()) + " (" + copytask::git_commit() + ")");
   app.require_subcommand(1);
   copytask::StudyCommandOptions train_options, compare_options;
+  copytask::BenchCommandOptions bench_options;
   CLI::App* train = copytask::train_command_add(app, train_options);
   CLI::App* compare = copytask::compare_command_add(app, compare_options);
+  CLI::App* bench = copytask::bench_command_add(app, bench_options);
 
   // CLI11 reports a mistyped command only as "a subcommand is required": say which.
   const std::string first = argc > 1 ? argv[1] : "";
   const bool known = !app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(first); }).empty();
   if (!first.empty() && first[0] != '-' && !known) {
-    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare (see --help)\n", argv[1]);
+    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, bench (see --help)\n", argv[1]);
     return copytask::kExitBadInput;
   }
   try {
@@ -46,5 +48,6 @@ int main(int argc, char** argv) {
   }
   if (train->parsed()) return copytask::study_command_run("train", train_options, command_line);
   if (compare->parsed()) return copytask::study_command_run("compare", compare_options, command_line);
+  if (bench->parsed()) return copytask::bench_command_run(bench_options);
   return copytask::kExitBadInput;
 }

@@ -207,6 +207,29 @@ TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   fs::remove_all(out);
 }
 
+TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
+  const fs::path json = fresh_dir("bench.json");
+  Outcome single = run(std::string("bench --warmup 1 --steps 3 --json ") + json.string() + " " + kTiny);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  EXPECT_NE(single.output.find("member-steps/s"), std::string::npos) << single.output;
+  nlohmann::json numbers = read_json(json);
+  EXPECT_EQ(numbers["members"], 2);  // train's scheme x train.seeds [0, 1]
+  EXPECT_EQ(numbers["batch_size"], 32);
+  EXPECT_EQ(numbers["step_seconds"].size(), 3u);
+  EXPECT_GT(numbers["step_seconds_median"].get<double>(), 0.0);
+  EXPECT_LE(numbers["step_seconds_min"].get<double>(), numbers["step_seconds_median"].get<double>());
+  EXPECT_NEAR(numbers["member_steps_per_second"].get<double>(), 2 / numbers["step_seconds_median"].get<double>(), 1e-6);
+  EXPECT_GT(numbers["peak_rss_mib"].get<double>(), 10.0);
+
+  // --compare: the first batch of the study, all six default schemes x 2 seeds.
+  Outcome study = run(std::string("bench --compare --warmup 0 --steps 1 --json ") + json.string() + " " + kTiny);
+  ASSERT_EQ(study.exit_code, 0) << study.output;
+  EXPECT_EQ(read_json(json)["members"], 12);
+  EXPECT_EQ(run("bench --steps 0").exit_code, 2);
+  EXPECT_EQ(run("bench model.heads=3").exit_code, 2);
+  fs::remove(json);
+}
+
 TEST(Cli, InterruptKeepsFinishedBatchesAndSaysSo) {
   // Two batches (the step counts differ): the first finishes in a second, the second
   // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.

@@ -6,8 +6,11 @@ class App;
 
 namespace copytask {
 struct StudyCommandOptions;
+struct BenchCommandOptions;
 
 CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options);
 CLI::App* compare_command_add(CLI::App& app, StudyCommandOptions& options);
+CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options);
+int bench_command_run(const BenchCommandOptions& options);
 
 }  // namespace copytask

@@ -1,6 +1,7 @@
 #pragma once
 // Options shared by the study commands (train, compare): one plain struct, bound to CLI11
 // options, resolved and validated before any work starts.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@ struct StudyCommandOptions {
   std::vector<std::string> overrides;   // key=value ...
   std::string out_dir;                  // --out DIR ("" = runs/<time>-<command>-<name>)
   bool print_config = false;            // --print-config: print the resolved config and exit
+};
+
+struct BenchCommandOptions {
+  std::string config_file;
+  std::vector<std::string> overrides;
+  bool compare = false;     // time the first batch of `compare`, not `train`'s members
+  int64_t warmup = 3;
+  int64_t steps = 20;
+  std::string json_file;
+  bool print_config = false;
 };
 
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.

@@ -169,11 +169,4 @@ torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& ta
   return -picked.reshape({M, -1}).mean(1);                                              // (M)
 }
 
-std::vector<MemberSpec> members_of(const std::string& scheme, const std::string& positional, bool causal,
-                                   const std::vector<int64_t>& seeds) {
-  std::vector<MemberSpec> members;
-  for (int64_t seed : seeds) members.push_back(MemberSpec{scheme, seed, positional, causal});
-  return members;
-}
-
 }  // namespace copytask

@@ -20,18 +20,11 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "model/member.h"
 #include "model/positional_hooks.h"
 #include "model/stacked.h"
 
 namespace copytask {
-
-// What makes one member: its name (the scheme's), seed, positional scheme and causal flag.
-struct MemberSpec {
-  std::string scheme;
-  int64_t seed = 0;
-  std::string positional = "none";
-  bool causal = false;
-};
 
 struct EncoderShape {
   int64_t vocab = 11, context = 10, embed = 20, heads = 1, blocks = 2, hidden = 32;
@@ -126,9 +119,5 @@ TORCH_MODULE(Encoder);
 // Each member's mean cross-entropy over all B*T positions: logits (M, B, T, V),
 // targets (M, B, T) or (B, T) -> (M). The training loss is the sum over members.
 torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets);
-
-// Member specs of one scheme: one member per seed.
-std::vector<MemberSpec> members_of(const std::string& scheme, const std::string& positional, bool causal,
-                                   const std::vector<int64_t>& seeds);
 
 }  // namespace copytask

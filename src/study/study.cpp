@@ -105,6 +105,29 @@ nlohmann::json attention_entry(const std::vector<torch::Tensor>& layers, const t
 
 }  // namespace
 
+std::vector<std::vector<const StudyScheme*>> study_batches(const std::vector<StudyScheme>& schemes) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const StudyScheme*>> by_key;
+  for (const auto& scheme : schemes) {
+    const std::string key = batch_key(scheme.config);
+    if (!by_key.count(key)) keys.push_back(key);
+    by_key[key].push_back(&scheme);
+  }
+  std::vector<std::vector<const StudyScheme*>> batches;
+  for (const auto& key : keys) batches.push_back(by_key[key]);
+  return batches;
+}
+
+std::vector<MemberSpec> study_batch_members(const std::vector<const StudyScheme*>& batch) {
+  std::vector<MemberSpec> members;
+  for (const auto* scheme : batch) {
+    auto more = members_of(scheme->name, scheme->config.model.positional, scheme->config.model.causal,
+                           scheme->config.train.seeds);
+    members.insert(members.end(), more.begin(), more.end());
+  }
+  return members;
+}
+
 std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
   nlohmann::json overrides = {{"model.positional", config.model.positional}, {"model.causal", config.model.causal}};
   return {StudyScheme{scheme_name_of(config.model), config, overrides}};
@@ -170,33 +193,20 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
     const torch::Tensor probe_inputs =
         torch::tensor(probe_flat, torch::kLong).view({probe_count, base.task.context}).to(options.device);  // (P, T)
 
-    // Batches of members, in the order schemes were listed.
-    std::vector<std::string> keys;
-    std::map<std::string, std::vector<const StudyScheme*>> batches;  // key -> its schemes
-    for (const auto& scheme : schemes) {
-      const std::string key = batch_key(scheme.config);
-      if (!batches.count(key)) keys.push_back(key);
-      batches[key].push_back(&scheme);
-    }
-
-    for (size_t b = 0; b < keys.size(); ++b) {
-      const std::vector<const StudyScheme*>& batch = batches[keys[b]];
+    const auto batches = study_batches(schemes);
+    for (size_t b = 0; b < batches.size(); ++b) {
+      const std::vector<const StudyScheme*>& batch = batches[b];
       const Config& config = batch.front()->config;
-      std::vector<MemberSpec> members;
+      const std::vector<MemberSpec> members = study_batch_members(batch);
       std::string names;
-      for (const auto* scheme : batch) {
-        auto more = members_of(scheme->name, scheme->config.model.positional, scheme->config.model.causal,
-                               scheme->config.train.seeds);
-        members.insert(members.end(), more.begin(), more.end());
-        names += (names.empty() ? "" : ", ") + scheme->name;
-      }
+      for (const auto* scheme : batch) names += (names.empty() ? "" : ", ") + scheme->name;
       const int64_t M = static_cast<int64_t>(members.size());
-      spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", b + 1, keys.size(), M, names,
+      spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", b + 1, batches.size(), M, names,
                    config.train.steps, config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
 
       torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
       Encoder model(shape_of(config), members, options.device);
-      ProgressLine progress(options.progress_line, "[" + std::to_string(b + 1) + "/" + std::to_string(keys.size()) + "]",
+      ProgressLine progress(options.progress_line, "[" + std::to_string(b + 1) + "/" + std::to_string(batches.size()) + "]",
                             config.train.steps);
 
       auto on_evaluation = [&](const Evaluation& evaluation) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "model/member.h"
 
 namespace copytask {
 
@@ -31,6 +32,13 @@ struct StudyOptions {
 std::vector<StudyScheme> study_schemes_for_train(const Config& config);
 // `compare`: every compare.schemes entry applied to the base; throws ConfigError.
 std::vector<StudyScheme> study_schemes_for_compare(const Config& config);
+
+// The batches a study trains, in the order the schemes were listed: schemes whose configs
+// differ only in model.positional, model.causal and train.seeds share a batch.
+std::vector<std::vector<const StudyScheme*>> study_batches(const std::vector<StudyScheme>& schemes);
+
+// The members of a batch: each scheme's seeds, scheme by scheme.
+std::vector<MemberSpec> study_batch_members(const std::vector<const StudyScheme*>& batch);
 
 // Throws ConfigError when `out_dir` already holds a study (nothing finished is overwritten).
 void study_check_out_dir(const std::string& out_dir);

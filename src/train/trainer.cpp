@@ -3,8 +3,6 @@
 #include <atomic>
 #include <chrono>
 
-#include <torch/optim/adam.h>
-
 #include "compat/torch_compat.h"
 #include "train/batcher.h"
 
@@ -35,46 +33,56 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   return data;
 }
 
-TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
-                           const EvaluationCallback& on_evaluation, const StepCallback& on_step) {
-  const int64_t M = model->member_count(), N = data.train_inputs.size(0), T = data.train_inputs.size(1);
-  const bool full_batch = train.batch_size == 0;
-  const int64_t B = full_batch ? N : train.batch_size;
-  const bool use_dropout = model->shape().dropout > 0;
-
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(train.lr));
+TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train)
+    : model_(model),
+      data_(data),
+      optimizer_(model->parameters(), torch::optim::AdamOptions(train.lr)),
+      members_(model->member_count()),
+      positions_(data.train_inputs.size(1)),
+      full_batch_(train.batch_size == 0),
+      batch_size_(full_batch_ ? data.train_inputs.size(0) : train.batch_size) {
   std::vector<uint64_t> batch_seeds;
   for (const auto& member : model->members()) batch_seeds.push_back(stream_seed(member.seed, 3));
-  MemberBatcher batcher(N, B, batch_seeds);
-
+  batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, batch_seeds);
   // Full batch: every member sees the whole split, the same tensors every step.
-  torch::Tensor full_inputs, full_targets;
-  if (full_batch) {
-    full_inputs = data.train_inputs.unsqueeze(0).expand({M, N, T});    // (M, N, T)
-    full_targets = data.train_targets.unsqueeze(0).expand({M, N, T});  // (M, N, T)
+  if (full_batch_) {
+    full_inputs_ = data.train_inputs.unsqueeze(0).expand({members_, batch_size_, positions_});    // (M, N, T)
+    full_targets_ = data.train_targets.unsqueeze(0).expand({members_, batch_size_, positions_});  // (M, N, T)
   }
+}
 
+TrainingStep::~TrainingStep() = default;
+
+torch::Tensor TrainingStep::run() {
+  const int64_t M = members_, B = batch_size_, T = positions_;
+  torch::Tensor inputs = full_inputs_, targets = full_targets_;
+  if (!full_batch_) {
+    auto rows = torch::tensor(batcher_->next(), torch::kLong).to(data_.train_inputs.device());  // (M*B)
+    inputs = data_.train_inputs.index_select(0, rows).view({M, B, T});                         // (M, B, T)
+    targets = data_.train_targets.index_select(0, rows).view({M, B, T});                       // (M, B, T)
+  }
+  model_->train();
+  std::optional<DropoutMasks> masks;
+  if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B));
+  auto logits = model_->forward(inputs, masks ? &*masks : nullptr);  // (M, B, T, V)
+  auto member_loss = member_losses(logits, targets);                 // (M)
+  optimizer_.zero_grad();
+  // The sum of the members' mean losses: each member gets exactly its own gradient.
+  member_loss.sum().backward();
+  optimizer_.step();
+  return member_loss.detach();
+}
+
+TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
+                           const EvaluationCallback& on_evaluation, const StepCallback& on_step) {
+  TrainingStep training_step(model, data, train);
   TrainOutcome outcome;
   const auto loop_start = std::chrono::steady_clock::now();
   double evaluation_seconds = 0;
-  model->train();
   for (int64_t step = 1; step <= train.steps; ++step) {
     if (stop_requested()) throw Interrupted();
-    torch::Tensor inputs = full_inputs, targets = full_targets;
-    if (!full_batch) {
-      auto rows = torch::tensor(batcher.next(), torch::kLong).to(data.train_inputs.device());  // (M*B)
-      inputs = data.train_inputs.index_select(0, rows).view({M, B, T});                       // (M, B, T)
-      targets = data.train_targets.index_select(0, rows).view({M, B, T});                     // (M, B, T)
-    }
-    std::optional<DropoutMasks> masks;
-    if (use_dropout) masks.emplace(model->dropout_masks(B));
-    auto logits = model->forward(inputs, masks ? &*masks : nullptr);  // (M, B, T, V)
-    auto member_loss = member_losses(logits, targets);                // (M)
-    optimizer.zero_grad();
-    // The sum of the members' mean losses: each member gets exactly its own gradient.
-    member_loss.sum().backward();
-    optimizer.step();
-    if (on_step) on_step(step, member_loss.detach());
+    const torch::Tensor member_loss = training_step.run();  // (M)
+    if (on_step) on_step(step, member_loss);
 
     if (step % train.eval_every == 0 || step == train.steps) {
       const auto evaluation_start = std::chrono::steady_clock::now();

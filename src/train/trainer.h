@@ -3,8 +3,10 @@
 // independent optimizers), full batch or per-member seeded minibatches, evaluation every
 // eval_every steps and at the last one. Shapes: M members, B batch, N examples, T positions.
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include <torch/optim/adam.h>
 #include <torch/types.h>
 
 #include "config/config.h"
@@ -31,6 +33,30 @@ struct TrainOutcome {
   Evaluation final;      // the evaluation after the last step
   int64_t steps = 0;
   double seconds = 0;    // wall time of the whole loop, evaluations included
+};
+
+class MemberBatcher;
+
+// One training step of a batch of members: the next batch (full, or each member's own
+// minibatch), this step's dropout masks, forward, the summed loss, backward, Adam. The
+// training loop repeats it; `copytask bench` times it.
+class TrainingStep {
+ public:
+  TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train);
+  ~TrainingStep();
+  // Runs one step; returns each member's loss (M), detached (reading it syncs a GPU).
+  torch::Tensor run();
+  int64_t batch_size() const { return batch_size_; }  // examples per member per step
+
+ private:
+  Encoder& model_;
+  const TrainData& data_;
+  torch::optim::Adam optimizer_;
+  std::unique_ptr<MemberBatcher> batcher_;
+  int64_t members_, positions_;
+  bool full_batch_;
+  int64_t batch_size_;
+  torch::Tensor full_inputs_, full_targets_;  // (M, N, T) views of the train split, full batch only
 };
 
 // Called after every evaluation (to append metrics), and after every step with each

@@ -1,0 +1,81 @@
+// copytask bench: training-step timings of what train (or, with --compare, the first batch
+// of what compare) would train. scripts/bench.sh runs it beside the PyTorch baseline.
+#include <cstdio>
+#include <optional>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "compat/torch_compat.h"
+#include "report/files.h"
+#include "study/study.h"
+#include "train/bench.h"
+
+namespace copytask {
+
+CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
+  CLI::App& command = *app.add_subcommand("bench", "time training steps (warm-up, then timed steps)");
+  command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
+  command.add_flag("--compare", options.compare,
+                   "time the first batch of members of `compare` (all schemes x seeds that share a batch)");
+  command.add_option("--warmup", options.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
+  command.add_option("--steps", options.steps, "timed steps")->check(CLI::Range(1, 1000000));
+  command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
+  command.add_flag("--print-config", options.print_config, "print the resolved config as JSON and exit");
+  command.add_option("overrides", options.overrides, "key=value overrides with dotted keys");
+  return &command;
+}
+
+int bench_command_run(const BenchCommandOptions& options) {
+  Config config;
+  std::vector<StudyScheme> schemes;
+  c10::Device device(c10::kCPU);
+  try {
+    config = config_resolve(options.config_file.empty() ? std::nullopt : std::optional<std::string>(options.config_file),
+                            options.overrides);
+    if (options.print_config) {
+      std::printf("%s\n", config_to_json(config).dump(2).c_str());
+      return kExitOk;
+    }
+    schemes = options.compare ? study_schemes_for_compare(config) : study_schemes_for_train(config);
+    device = device_resolve(config.train.device);
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "copytask bench: config error: %s\n", error.what());
+    return kExitBadInput;
+  }
+  const int threads = threads_configure(config.train.threads);
+  const auto batches = study_batches(schemes);
+  const Config& batch_config = batches.front().front()->config;
+  const std::vector<MemberSpec> members = study_batch_members(batches.front());
+  std::string names;
+  for (const auto* scheme : batches.front()) names += (names.empty() ? "" : ", ") + scheme->name;
+  spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
+               device.str(), threads, options.warmup, options.steps);
+  try {
+    const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
+    std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
+                static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
+    std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
+    std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
+    std::printf("examples/s         %.0f\n", result.examples_per_second);
+    std::printf("tokens/s           %.0f\n", result.tokens_per_second);
+    std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
+    if (!options.json_file.empty()) {
+      nlohmann::json out = bench_json(result);
+      out["device"] = device.str();
+      out["threads"] = threads;
+      out["libtorch"] = torch_version_string();
+      out["schemes"] = names;
+      out["config"] = config_to_json(batch_config);
+      json_write_atomic(options.json_file, out);
+    }
+    return kExitOk;
+  } catch (const std::exception& error) {
+    spdlog::error("bench failed: {}", error.what());
+    return kExitFailure;
+  }
+}
+
+}  // namespace copytask

@@ -1,0 +1,64 @@
+#include "train/bench.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "task/copy_task.h"
+#include "train/trainer.h"
+
+namespace copytask {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,
+                                const c10::Device& device, int64_t warmup, int64_t steps) {
+  const TrainData data = train_data_upload(copy_task_generate(config.task), device);
+  const EncoderShape shape{config.task.vocab_size, config.task.context, config.model.embed, config.model.heads,
+                           config.model.blocks,    config.model.hidden,  config.model.dropout};
+  Encoder model(shape, members, device);
+  TrainingStep training_step(model, data, config.train);
+
+  // Reading the loss waits for the step to finish (on a GPU too), so each time is a whole step.
+  for (int64_t i = 0; i < warmup; ++i) training_step.run().sum().item<double>();
+  BenchResult result;
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    training_step.run().sum().item<double>();
+    result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::vector<double> sorted = result.step_seconds;
+  std::sort(sorted.begin(), sorted.end());
+  result.members = model->member_count();
+  result.batch_size = training_step.batch_size();
+  result.positions = config.task.context;
+  result.step_seconds_min = sorted.front();
+  result.step_seconds_median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                                 : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  result.member_steps_per_second = result.members / result.step_seconds_median;
+  result.examples_per_second = result.member_steps_per_second * static_cast<double>(result.batch_size);
+  result.tokens_per_second = result.examples_per_second * static_cast<double>(result.positions);
+  result.peak_rss_mib = peak_rss_mib();
+  return result;
+}
+
+nlohmann::json bench_json(const BenchResult& r) {
+  return {{"tool", "copytask"},
+          {"members", r.members},
+          {"batch_size", r.batch_size},
+          {"examples_per_step", r.members * r.batch_size},
+          {"step_seconds", r.step_seconds},
+          {"step_seconds_min", r.step_seconds_min},
+          {"step_seconds_median", r.step_seconds_median},
+          {"member_steps_per_second", r.member_steps_per_second},
+          {"examples_per_second", r.examples_per_second},
+          {"tokens_per_second", r.tokens_per_second},
+          {"peak_rss_mib", r.peak_rss_mib}};
+}
+
+}  // namespace copytask

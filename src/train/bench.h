@@ -1,0 +1,38 @@
+#pragma once
+// Training-step timings (copytask bench): the trainer's real TrainingStep, warmed up, then
+// timed step by step. Speed targets are checked with these numbers side by side with a
+// baseline (scripts/bench.sh), never by timed tests.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "model/member.h"
+
+namespace copytask {
+
+struct BenchResult {
+  int64_t members = 0;
+  int64_t batch_size = 0;    // examples per member per step
+  int64_t positions = 0;
+  std::vector<double> step_seconds;  // each timed step
+  double step_seconds_min = 0, step_seconds_median = 0;
+  double member_steps_per_second = 0;  // members / median step
+  double examples_per_second = 0;      // members * batch / median step
+  double tokens_per_second = 0;        // examples * T / median step
+  double peak_rss_mib = 0;             // of the whole process so far
+};
+
+// Times `steps` training steps of the members `members` (after `warmup` untimed ones).
+BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,
+                                const c10::Device& device, int64_t warmup, int64_t steps);
+
+nlohmann::json bench_json(const BenchResult& result);
+
+// Peak resident memory of this process, MiB.
+double peak_rss_mib();
+
+}  // namespace copytask
