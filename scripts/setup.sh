@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what copytask needs to build and test on Debian, only what is missing.
-# Safe to run any number of times. Uses sudo when not run as root.
+# Extra arguments are further packages, e.g. `scripts/setup.sh python3-torch` (the
+# baseline of scripts/bench.sh). Safe to run any number of times. Uses sudo when not root.
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libtorch-dev                    # LibTorch 1.13 (CPU)
   libopenblas0-pthread            # a fast BLAS for LibTorch; the reference BLAS is several times slower
   libcli11-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
+  "$@"
 )
 
 missing=()
