@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "compat/torch_compat.h"
+#include "model/attention_core.h"
 
 namespace copytask {
 
@@ -23,21 +24,18 @@ AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : h
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
-                                     const torch::Tensor& causal_mask, DropoutMasks* masks,
+                                     const torch::Tensor& score_offset, DropoutMasks* masks,
                                      torch::Tensor* attention_out) {
   const int64_t M = x.size(0), B = x.size(1), T = x.size(2), D = x.size(3), H = heads, Dh = D / H;
   auto qkv_out = qkv->forward(x).view({M, B, T, 3, H, Dh});   // (M, B, T, 3, H, Dh)
   auto split = qkv_out.permute({3, 0, 1, 4, 2, 5});           // (3, M, B, H, T, Dh)
   auto q = split[0], k = split[1], v = split[2];              // (M, B, H, T, Dh) each
   hooks.rotate_qk(q, k);
-  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // (M, B, H, T, T)
-  if (hooks.score_bias().defined()) scores = scores + hooks.score_bias();
-  if (causal_mask.defined()) scores = scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
-  auto weights = torch::softmax(scores, -1);                   // (M, B, H, T, T)
-  if (attention_out) *attention_out = weights.detach();
-  if (masks) weights = weights * masks->take({B, H, T, T});
-  auto mixed = torch::matmul(weights, v);                      // (M, B, H, T, Dh)
-  auto merged = mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});  // (M, B, T, H*Dh)
+  const torch::Tensor dropout = masks ? masks->take({B, H, T, T}) : torch::Tensor();  // (M, B, H, T, T)
+  const AttentionOutput core = x.device().is_cpu() ? attention_core_cpu(q, k, v, score_offset, dropout)
+                                                   : attention_core_matmul(q, k, v, score_offset, dropout);
+  if (attention_out) *attention_out = core.weights;
+  auto merged = core.mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});  // (M, B, T, H*Dh)
   auto out = proj->forward(merged);                            // (M, B, T, D)
   if (masks) out = out * masks->take({B, T, D});
   return out;
@@ -65,9 +63,9 @@ BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape) {
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
-                                 const torch::Tensor& causal_mask, DropoutMasks* masks,
+                                 const torch::Tensor& score_offset, DropoutMasks* masks,
                                  torch::Tensor* attention_out) {
-  auto h = x + attn->forward(ln1->forward(x), hooks, causal_mask, masks, attention_out);  // (M, B, T, D)
+  auto h = x + attn->forward(ln1->forward(x), hooks, score_offset, masks, attention_out);  // (M, B, T, D)
   return h + ff->forward(ln2->forward(h), masks);                                        // (M, B, T, D)
 }
 
@@ -99,15 +97,20 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
   }
   to(device);
 
-  // Causal members may not look ahead: mask[m, 0, 0, i, j] = causal_m and j > i.
-  std::vector<uint8_t> causal_flags;
-  for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
+  // What every score gets added before the softmax: the score-bias hook, then -inf where a
+  // causal member may not look (j > i), applied after the bias (DESIGN.md section 2).
   bool any_causal = false;
-  for (auto flag : causal_flags) any_causal = any_causal || flag;
-  if (any_causal) {
-    auto ahead = torch::ones({shape.context, shape.context}, torch::kBool).triu(1);  // (T, T) j > i
-    auto flags = torch::tensor(std::vector<int64_t>(causal_flags.begin(), causal_flags.end())).to(torch::kBool);
-    causal_mask_ = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, shape.context, shape.context})).to(device);
+  for (const auto& member : members_) any_causal = any_causal || member.causal;
+  if (hooks_.score_bias().defined() || any_causal) {
+    const int64_t T = shape.context;
+    score_offset_ = hooks_.score_bias().defined() ? hooks_.score_bias().clone()
+                                                  : torch::zeros({M, 1, shape.heads, T, T}, torch::TensorOptions().device(device));
+    std::vector<int64_t> causal_flags;
+    for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
+    auto ahead = torch::ones({T, T}, torch::kBool).triu(1);  // (T, T) j > i
+    auto flags = torch::tensor(causal_flags).to(torch::kBool);
+    auto masked = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, T, T})).to(device);  // (M, 1, 1, T, T)
+    score_offset_ = score_offset_.masked_fill(masked, -std::numeric_limits<float>::infinity());  // (M, 1, H, T, T)
   }
   token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
 }
@@ -144,7 +147,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, DropoutMasks* ma
   if (attention_out) attention_out->clear();
   for (const auto& module : *blocks) {
     torch::Tensor weights;
-    x = module->as<BlockImpl>()->forward(x, hooks_, causal_mask_, masks, attention_out ? &weights : nullptr);
+    x = module->as<BlockImpl>()->forward(x, hooks_, score_offset_, masks, attention_out ? &weights : nullptr);
     if (attention_out) attention_out->push_back(weights);
   }
   return head->forward(ln_f->forward(x));  // (M, B, T, V)

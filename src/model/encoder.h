@@ -50,7 +50,8 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int64_t members, int64_t embed, int64_t heads);
   // x: (M, B, T, D) -> (M, B, T, D). attention_out, when given, receives the weights (M, B, H, T, T).
-  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& causal_mask,
+  // score_offset: (M, 1, H, T, T) score bias and causal mask (-inf), or undefined.
+  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& score_offset,
                         DropoutMasks* masks, torch::Tensor* attention_out);
   StackedLinear qkv{nullptr}, proj{nullptr};
   int64_t heads;
@@ -68,7 +69,7 @@ TORCH_MODULE(FeedForward);
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(int64_t members, const EncoderShape& shape);
-  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& causal_mask,
+  torch::Tensor forward(const torch::Tensor& x, const PositionalHooks& hooks, const torch::Tensor& score_offset,
                         DropoutMasks* masks, torch::Tensor* attention_out);
   StackedLayerNorm ln1{nullptr}, ln2{nullptr};
   Attention attn{nullptr};
@@ -110,7 +111,7 @@ class EncoderImpl : public torch::nn::Module {
   std::vector<MemberSpec> members_;
   torch::Device device_;
   PositionalHooks hooks_;
-  torch::Tensor causal_mask_;    // (M, 1, 1, T, T) bool, true where a causal member may not look
+  torch::Tensor score_offset_;   // (M, 1, H, T, T) score bias, -inf where a causal member may not look
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
   std::vector<at::Generator> dropout_generators_;
 };
