@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include <ATen/Parallel.h>
+
 #include "compat/torch_compat.h"
 #include "model/attention_core.h"
 
@@ -94,6 +96,7 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
     init_member(m, init_generator);
     dropout_generators_.push_back(generator_make(device, stream_seed(members_[m].seed, 2)));
+    cpu_dropout_engines_.emplace_back(stream_seed(members_[m].seed, 2));
   }
   to(device);
 
@@ -153,14 +156,41 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, DropoutMasks* ma
   return head->forward(ln_f->forward(x));  // (M, B, T, V)
 }
 
+void EncoderImpl::cpu_dropout_fill(torch::Tensor& buffer) {
+  // Each 64-bit draw of the member's own engine decides four elements, 16 bits each: drop
+  // when the bits fall below threshold = round(p * 2^16). The effective rate is
+  // threshold / 2^16 (within 2^-17 of p), and kept values are scaled by its inverse, so
+  // the expectation is exact. Measured: several times cheaper than bernoulli_ with a
+  // per-member generator, which LibTorch 1.13 runs serially under the generator's lock.
+  const int64_t per_member = buffer.size(1);
+  const uint64_t threshold = static_cast<uint64_t>(std::llround(shape_.dropout * 65536.0));
+  const float kept_value = static_cast<float>(65536.0 / static_cast<double>(65536 - threshold));
+  float* data = buffer.data_ptr<float>();
+  at::parallel_for(0, member_count(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t m = begin; m < end; ++m) {
+      std::mt19937_64& engine = cpu_dropout_engines_[m];
+      float* row = data + m * per_member;
+      for (int64_t i = 0; i < per_member; i += 4) {
+        uint64_t bits = engine();
+        for (int64_t lane = 0; lane < 4 && i + lane < per_member; ++lane, bits >>= 16)
+          row[i + lane] = (bits & 0xffff) < threshold ? 0.0f : kept_value;
+      }
+    }
+  });
+}
+
 DropoutMasks EncoderImpl::dropout_masks(int64_t batch) {
   const int64_t T = shape_.context, D = shape_.embed, H = shape_.heads, F = shape_.hidden;
   // Sites per block: attention weights (B,H,T,T), attention output (B,T,D), FF hidden (B,T,F), FF output (B,T,D).
   const int64_t per_member = shape_.blocks * batch * (H * T * T + T * D + T * F + T * D);
-  const double keep = 1.0 - shape_.dropout;
   auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
-  for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
-  buffer.mul_(1.0 / keep);
+  if (device_.is_cpu()) {
+    cpu_dropout_fill(buffer);
+  } else {
+    const double keep = 1.0 - shape_.dropout;
+    for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
+    buffer.mul_(1.0 / keep);
+  }
   return DropoutMasks(std::move(buffer));
 }
 

@@ -12,6 +12,7 @@
 //
 // Shapes: M members, B batch, T positions, D embed, H heads, Dh = D / H, F FF hidden,
 // V vocab, L blocks.
+#include <random>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,7 @@ class EncoderImpl : public torch::nn::Module {
 
  private:
   void init_member(int64_t member, at::Generator& generator);
+  void cpu_dropout_fill(torch::Tensor& buffer);  // (M, S) masks on the CPU, each member from its engine
 
   EncoderShape shape_;
   std::vector<MemberSpec> members_;
@@ -113,7 +115,8 @@ class EncoderImpl : public torch::nn::Module {
   PositionalHooks hooks_;
   torch::Tensor score_offset_;   // (M, 1, H, T, T) score bias, -inf where a causal member may not look
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
-  std::vector<at::Generator> dropout_generators_;
+  std::vector<at::Generator> dropout_generators_;  // per member, on the device (GPU path)
+  std::vector<std::mt19937_64> cpu_dropout_engines_;  // per member (CPU path)
 };
 TORCH_MODULE(Encoder);
 
