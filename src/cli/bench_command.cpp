@@ -17,14 +17,12 @@ namespace copytask {
 
 CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
   CLI::App& command = *app.add_subcommand("bench", "time training steps (warm-up, then timed steps)");
-  command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
+  config_options_bind(command, options.config);
   command.add_flag("--compare", options.compare,
                    "time the first batch of members of `compare` (all schemes x seeds that share a batch)");
   command.add_option("--warmup", options.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   command.add_option("--steps", options.steps, "timed steps")->check(CLI::Range(1, 1000000));
   command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
-  command.add_flag("--print-config", options.print_config, "print the resolved config as JSON and exit");
-  command.add_option("overrides", options.overrides, "key=value overrides with dotted keys");
   return &command;
 }
 
@@ -33,12 +31,7 @@ int bench_command_run(const BenchCommandOptions& options) {
   std::vector<StudyScheme> schemes;
   c10::Device device(c10::kCPU);
   try {
-    config = config_resolve(options.config_file.empty() ? std::nullopt : std::optional<std::string>(options.config_file),
-                            options.overrides);
-    if (options.print_config) {
-      std::printf("%s\n", config_to_json(config).dump(2).c_str());
-      return kExitOk;
-    }
+    if (!config_options_resolve(options.config, config)) return kExitOk;
     schemes = options.compare ? study_schemes_for_compare(config) : study_schemes_for_train(config);
     device = device_resolve(config.train.device);
   } catch (const ConfigError& error) {

@@ -19,14 +19,26 @@
 namespace copytask {
 namespace fs = std::filesystem;
 
-CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
-                            StudyCommandOptions& options) {
-  CLI::App& command = *app.add_subcommand(name, description);
+void config_options_bind(CLI::App& command, ConfigOptions& options) {
   command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
-  command.add_option("--out", options.out_dir, "output folder (default: runs/<time>-<command>-<name>)");
   command.add_flag("--print-config", options.print_config, "print the resolved config as JSON and exit");
   command.add_option("overrides", options.overrides,
                      "key=value overrides with dotted keys, e.g. model.positional=rope train.seeds=[0,1,2]");
+}
+
+bool config_options_resolve(const ConfigOptions& options, Config& config) {
+  config = config_resolve(options.config_file.empty() ? std::nullopt : std::optional<std::string>(options.config_file),
+                          options.overrides);
+  if (!options.print_config) return true;
+  std::printf("%s\n", config_to_json(config).dump(2).c_str());
+  return false;
+}
+
+CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
+                            StudyCommandOptions& options) {
+  CLI::App& command = *app.add_subcommand(name, description);
+  config_options_bind(command, options.config);
+  command.add_option("--out", options.out_dir, "output folder (default: runs/<time>-<command>-<name>)");
   return &command;
 }
 
@@ -67,16 +79,12 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
   std::vector<StudyScheme> schemes;
   StudyOptions study;
   try {
-    config = config_resolve(options.config_file.empty() ? std::nullopt : std::optional<std::string>(options.config_file),
-                            options.overrides);
-    if (options.print_config) {
-      std::printf("%s\n", config_to_json(config).dump(2).c_str());
-      return kExitOk;
-    }
+    if (!config_options_resolve(options.config, config)) return kExitOk;
     schemes = command == "compare" ? study_schemes_for_compare(config) : study_schemes_for_train(config);
     study.device = device_resolve(config.train.device);
     std::string name = command == "compare"
-                           ? (options.config_file.empty() ? "defaults" : fs::path(options.config_file).stem().string())
+                           ? (options.config.config_file.empty() ? "defaults"
+                                                                 : fs::path(options.config.config_file).stem().string())
                            : schemes.front().name;
     study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
     study_check_out_dir(study.out_dir);

@@ -12,25 +12,37 @@ class App;
 
 namespace copytask {
 
-struct StudyCommandOptions {
+// How every command that trains gets its config.
+struct ConfigOptions {
   std::string config_file;              // --config FILE ("" = defaults only)
   std::vector<std::string> overrides;   // key=value ...
-  std::string out_dir;                  // --out DIR ("" = runs/<time>-<command>-<name>)
   bool print_config = false;            // --print-config: print the resolved config and exit
 };
 
+struct StudyCommandOptions {
+  ConfigOptions config;
+  std::string out_dir;                  // --out DIR ("" = runs/<time>-<command>-<name>)
+};
+
 struct BenchCommandOptions {
-  std::string config_file;
-  std::vector<std::string> overrides;
+  ConfigOptions config;
   bool compare = false;     // time the first batch of `compare`, not `train`'s members
   int64_t warmup = 3;
   int64_t steps = 20;
   std::string json_file;
-  bool print_config = false;
 };
 
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
+
+struct Config;
+
+// Binds --config, --print-config and the key=value overrides to `options`.
+void config_options_bind(CLI::App& command, ConfigOptions& options);
+
+// Resolves the config (throws ConfigError). Under --print-config, prints it as JSON and
+// returns false: the command is done.
+bool config_options_resolve(const ConfigOptions& options, Config& config);
 
 // Adds a study subcommand (train, compare) with its options bound to `options`.
 CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
