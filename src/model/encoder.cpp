@@ -10,6 +10,11 @@
 
 namespace copytask {
 
+EncoderShape encoder_shape_of(const Config& c) {
+  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads,
+                      c.model.blocks,    c.model.hidden,  c.model.dropout};
+}
+
 torch::Tensor DropoutMasks::take(const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t size : shape) count *= size;
@@ -95,8 +100,9 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
   for (int64_t m = 0; m < M; ++m) {
     at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
     init_member(m, init_generator);
-    dropout_generators_.push_back(generator_make(device, stream_seed(members_[m].seed, 2)));
-    cpu_dropout_engines_.emplace_back(stream_seed(members_[m].seed, 2));
+    const uint64_t dropout_seed = stream_seed(members_[m].seed, 2);
+    if (device.is_cpu()) cpu_dropout_engines_.emplace_back(dropout_seed);
+    else dropout_generators_.push_back(generator_make(device, dropout_seed));
   }
   to(device);
 

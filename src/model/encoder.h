@@ -21,6 +21,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "config/config.h"
 #include "model/member.h"
 #include "model/positional_hooks.h"
 #include "model/stacked.h"
@@ -31,6 +32,9 @@ struct EncoderShape {
   int64_t vocab = 11, context = 10, embed = 20, heads = 1, blocks = 2, hidden = 32;
   double dropout = 0.1;
 };
+
+// The shape a config asks for (task.vocab_size, task.context, model.*).
+EncoderShape encoder_shape_of(const Config& config);
 
 // Each member's dropout masks for one step, drawn from that member's own generator, so a
 // member's randomness never depends on the members beside it. One buffer (M, S) holds
@@ -115,8 +119,9 @@ class EncoderImpl : public torch::nn::Module {
   PositionalHooks hooks_;
   torch::Tensor score_offset_;   // (M, 1, H, T, T) score bias, -inf where a causal member may not look
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
-  std::vector<at::Generator> dropout_generators_;  // per member, on the device (GPU path)
-  std::vector<std::mt19937_64> cpu_dropout_engines_;  // per member (CPU path)
+  // Each member's dropout randomness: engines on the CPU, generators on other devices.
+  std::vector<std::mt19937_64> cpu_dropout_engines_;
+  std::vector<at::Generator> dropout_generators_;
 };
 TORCH_MODULE(Encoder);
 

@@ -34,11 +34,6 @@ std::string batch_key(const Config& config) {
   return j.dump();
 }
 
-EncoderShape shape_of(const Config& c) {
-  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads,
-                      c.model.blocks,    c.model.hidden,  c.model.dropout};
-}
-
 // Live progress on a terminal: one line, rewritten at most ten times a second.
 class ProgressLine {
  public:
@@ -205,7 +200,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
                    config.train.steps, config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
 
       torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
-      Encoder model(shape_of(config), members, options.device);
+      Encoder model(encoder_shape_of(config), members, options.device);
       ProgressLine progress(options.progress_line, "[" + std::to_string(b + 1) + "/" + std::to_string(batches.size()) + "]",
                             config.train.steps);
 

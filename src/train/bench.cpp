@@ -19,9 +19,7 @@ double peak_rss_mib() {
 BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,
                                 const c10::Device& device, int64_t warmup, int64_t steps) {
   const TrainData data = train_data_upload(copy_task_generate(config.task), device);
-  const EncoderShape shape{config.task.vocab_size, config.task.context, config.model.embed, config.model.heads,
-                           config.model.blocks,    config.model.hidden,  config.model.dropout};
-  Encoder model(shape, members, device);
+  Encoder model(encoder_shape_of(config), members, device);
   TrainingStep training_step(model, data, config.train);
 
   // Reading the loss waits for the step to finish (on a GPU too), so each time is a whole step.
