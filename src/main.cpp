@@ -29,15 +29,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   copytask::StudyCommandOptions train_options, compare_options;
   copytask::BenchCommandOptions bench_options;
+  copytask::EvalCommandOptions eval_options;
+  copytask::PredictCommandOptions predict_options;
   CLI::App* train = copytask::train_command_add(app, train_options);
   CLI::App* compare = copytask::compare_command_add(app, compare_options);
+  CLI::App* eval = copytask::eval_command_add(app, eval_options);
+  CLI::App* predict = copytask::predict_command_add(app, predict_options);
   CLI::App* bench = copytask::bench_command_add(app, bench_options);
 
   // CLI11 reports a mistyped command only as "a subcommand is required": say which.
   const std::string first = argc > 1 ? argv[1] : "";
   const bool known = !app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(first); }).empty();
   if (!first.empty() && first[0] != '-' && !known) {
-    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, bench (see --help)\n", argv[1]);
+    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, eval, predict, report, bench (see --help)\n", argv[1]);
     return copytask::kExitBadInput;
   }
   try {
@@ -48,6 +52,8 @@ int main(int argc, char** argv) {
   }
   if (train->parsed()) return copytask::study_command_run("train", train_options, command_line);
   if (compare->parsed()) return copytask::study_command_run("compare", compare_options, command_line);
+  if (eval->parsed()) return copytask::eval_command_run(eval_options);
+  if (predict->parsed()) return copytask::predict_command_run(predict_options);
   if (bench->parsed()) return copytask::bench_command_run(bench_options);
   return copytask::kExitBadInput;
 }

@@ -1,7 +1,5 @@
 // The command line as a user meets it: exit codes and messages for bad input (before any
 // work starts, leaving nothing behind), and the files a study writes with their keys.
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,50 +8,17 @@
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
+#include "cli_util.h"
+
 namespace copytask {
 namespace {
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
-Outcome run(const std::string& arguments, const std::string& prefix = "") {
-  const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = prefix + std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
-  const int status = std::system(command.c_str());
-  Outcome outcome;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream file(log);
-  outcome.output.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-  fs::remove(log);
-  return outcome;
-}
-
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(dir);
-  return dir;
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  std::ifstream file(path);
-  EXPECT_TRUE(file.good()) << path;
-  return nlohmann::json::parse(file);
-}
-
-// Atomic writes leave no temporary file behind, whatever happened.
-void expect_no_temporary_files(const fs::path& out) {
-  for (const auto& entry : fs::recursive_directory_iterator(out))
-    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
-}
-
-// A study small enough for a test: ~2 seconds on 2 cores.
-const char* kTiny =
-    "task.examples=400 model.embed=8 model.hidden=16 train.steps=30 train.batch_size=32 train.eval_every=10 "
-    "train.lr=0.003 train.seeds=[0,1] train.device=cpu";
+using test::fresh_dir;
+using test::kTiny;
+using test::Outcome;
+using test::read_json;
+using test::run;
+using test::expect_no_temporary_files;
 
 void expect_bad_input(const std::string& arguments, const std::vector<std::string>& fragments) {
   const fs::path out = fresh_dir("bad");
@@ -74,6 +39,11 @@ TEST(Cli, BadInputExitsWithCode2AndSaysWhatToFix) {
   expect_bad_input("train --no-such-flag", {"no-such-flag"});
   expect_bad_input("frobnicate", {"frobnicate"});
   expect_bad_input("", {"subcommand"});
+  expect_bad_input("compare --shard 4/3", {"--shard 4/3", "1 <= i <= n"});
+  expect_bad_input("compare --shard two", {"--shard two", "e.g. --shard 2/3"});
+  expect_bad_input("compare 'compare.grid={\"model.heads\": [1, 3]}'", {"none@model.heads=3", "must divide"});
+  expect_bad_input("compare 'compare.grid={\"task.seed\": [1, 2]}'", {"cannot be a grid axis"});
+  expect_bad_input("compare 'compare.grid={\"model.heads\": 2}'", {"non-empty list"});
   // An --out below a file can never be created (root-proof, unlike a permission test).
   Outcome unwritable = run("train --out /etc/hostname/study");
   EXPECT_EQ(unwritable.exit_code, 2) << unwritable.output;
@@ -153,15 +123,33 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
     ++lines;
   }
   EXPECT_EQ(lines, 6);
-  EXPECT_TRUE(fs::exists(out / "checkpoints" / "alibi+causal.pt"));
+  EXPECT_TRUE(fs::exists(out / "members" / "alibi+causal" / "seed-1" / "model.pt"));
+  EXPECT_EQ(read_json(out / "study.json")["command"], "train");
+
+  // positional.json: ALiBi's per-head bias, -slope * |i - j|.
+  nlohmann::json positional = read_json(out / "positional.json");
+  EXPECT_EQ(positional["context"], 10);
+  const auto& alibi = positional["schemes"]["alibi+causal"]["runs"][0];
+  EXPECT_EQ(alibi["seed"], 0);
+  ASSERT_EQ(alibi["bias"].size(), 1u);
+  EXPECT_NEAR(alibi["bias"][0][2][7].get<double>(), -alibi["slopes"][0].get<double>() * 5, 1e-6);
   expect_no_temporary_files(out);
 
-  // A second run into the same folder is refused, and the first study is untouched.
+  // Another study into the same folder is refused, naming what differs; the first study
+  // is untouched.
   const auto before = fs::last_write_time(out / "results.json");
-  Outcome again = run(std::string("train ") + kTiny + " --out " + out.string());
-  EXPECT_EQ(again.exit_code, 2) << again.output;
-  EXPECT_NE(again.output.find("already holds a study"), std::string::npos) << again.output;
+  Outcome other = run(std::string("train ") + kTiny + " --out " + out.string());
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("holds another study"), std::string::npos) << other.output;
+  EXPECT_NE(other.output.find("model.positional"), std::string::npos) << other.output;
   EXPECT_EQ(fs::last_write_time(out / "results.json"), before);
+
+  // The same command again resumes: every member is complete, nothing is retrained.
+  Outcome again = run(std::string("train ") + kTiny + " model.positional=alibi model.causal=true --out " + out.string());
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("2 of 2 member(s) already complete"), std::string::npos) << again.output;
+  EXPECT_EQ(read_json(out / "results.json")["schemes"], results["schemes"]);
+  EXPECT_EQ(read_json(out / "run.json")["members_skipped"], 2);
   fs::remove_all(out);
 }
 
@@ -196,9 +184,11 @@ TEST(Cli, CompareTrainsEverySchemeAndPrintsTheTable) {
   EXPECT_TRUE(results["schemes"].contains("sin"));
   EXPECT_TRUE(results["schemes"].contains("rope-2h"));
   EXPECT_EQ(results["schemes"]["rope-2h"]["overrides"]["model.heads"], 2) << "each scheme says what made it";
-  // Two batches (the head counts differ), each with its own checkpoint.
+  // Two batches (the head counts differ); every member has its own checkpoint.
   EXPECT_EQ(results["schemes"]["sin"]["runs"][0]["batch_members"], 2);
-  EXPECT_TRUE(fs::exists(out / "checkpoints" / "rope-2h.pt"));
+  EXPECT_TRUE(fs::exists(out / "members" / "rope-2h" / "seed-1" / "model.pt"));
+  EXPECT_EQ(results["scheme_order"], nlohmann::json({"sin", "rope-2h"}));
+  EXPECT_EQ(results["complete"]["runs"], 4);
   const size_t table = outcome.output.find("test exact");
   ASSERT_NE(table, std::string::npos) << outcome.output;
   EXPECT_NE(outcome.output.find("sin ", table), std::string::npos);
@@ -230,7 +220,7 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   fs::remove(json);
 }
 
-TEST(Cli, InterruptKeepsFinishedBatchesAndSaysSo) {
+TEST(Cli, InterruptKeepsFinishedMembersAndSaysSo) {
   // Two batches (the step counts differ): the first finishes in a second, the second
   // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.
   const fs::path out = fresh_dir("interrupt");
@@ -244,7 +234,8 @@ TEST(Cli, InterruptKeepsFinishedBatchesAndSaysSo) {
   nlohmann::json results = read_json(out / "results.json");
   EXPECT_TRUE(results["schemes"].contains("quick")) << results.dump();
   EXPECT_FALSE(results["schemes"].contains("endless"));
-  EXPECT_TRUE(fs::exists(out / "checkpoints" / "quick.pt"));
+  EXPECT_TRUE(fs::exists(out / "members" / "quick" / "seed-0" / "model.pt"));
+  EXPECT_EQ(results["complete"]["missing"], nlohmann::json({"endless/seed-0", "endless/seed-1"}));
   expect_no_temporary_files(out);
   fs::remove_all(out);
 }

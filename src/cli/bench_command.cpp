@@ -39,11 +39,13 @@ int bench_command_run(const BenchCommandOptions& options) {
     return kExitBadInput;
   }
   const int threads = threads_configure(config.train.threads);
-  const auto batches = study_batches(schemes);
-  const Config& batch_config = batches.front().front()->config;
-  const std::vector<MemberSpec> members = study_batch_members(batches.front());
+  const auto batches = study_batches(study_members(schemes));
+  const Config& batch_config = batches.front().front().scheme->config;
+  const std::vector<MemberSpec> members = study_batch_specs(batches.front());
   std::string names;
-  for (const auto* scheme : batches.front()) names += (names.empty() ? "" : ", ") + scheme->name;
+  for (const auto& member : batches.front())
+    if (names.empty() || names.rfind(member.scheme->name) != names.size() - member.scheme->name.size())
+      names += (names.empty() ? "" : ", ") + member.scheme->name;
   spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);
   try {

@@ -7,10 +7,16 @@ class App;
 namespace copytask {
 struct StudyCommandOptions;
 struct BenchCommandOptions;
+struct EvalCommandOptions;
+struct PredictCommandOptions;
 
 CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options);
 CLI::App* compare_command_add(CLI::App& app, StudyCommandOptions& options);
 CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options);
 int bench_command_run(const BenchCommandOptions& options);
+CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options);
+int eval_command_run(const EvalCommandOptions& options);
+CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options);
+int predict_command_run(const PredictCommandOptions& options);
 
 }  // namespace copytask

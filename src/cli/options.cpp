@@ -38,7 +38,12 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
                             StudyCommandOptions& options) {
   CLI::App& command = *app.add_subcommand(name, description);
   config_options_bind(command, options.config);
-  command.add_option("--out", options.out_dir, "output folder (default: runs/<time>-<command>-<name>)");
+  command.add_option("--out", options.out_dir,
+                     "output folder (default: runs/<time>-<command>-<name>); a folder holding the same study "
+                     "is resumed: complete members are kept, the others trained");
+  command.add_option("--shard", options.shard,
+                     "i/n: train only the i-th of n deterministic shares of the members into --out "
+                     "(shards may run on different machines; `copytask report DIR` collects them)");
   return &command;
 }
 
@@ -86,8 +91,14 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
                            ? (options.config.config_file.empty() ? "defaults"
                                                                  : fs::path(options.config.config_file).stem().string())
                            : schemes.front().name;
+    if (!options.shard.empty()) {
+      study.shard = shard_parse(options.shard);
+      if (options.out_dir.empty())
+        throw ConfigError("--shard needs --out DIR: every shard must write into the same study folder");
+    }
+    study.command = command;
     study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
-    study_check_out_dir(study.out_dir);
+    study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
   } catch (const ConfigError& error) {
     std::fprintf(stderr, "copytask %s: config error: %s\n", command.c_str(), error.what());
     return kExitBadInput;
@@ -103,11 +114,15 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
     nlohmann::json results = study_run(config, schemes, study);
     std::vector<std::string> order;
     for (const auto& scheme : schemes) order.push_back(scheme.name);
+    const auto& complete = results["complete"];
+    if (complete["runs"] != complete["expected"])
+      std::printf("\n%lld of %lld members complete; missing: %s\n", complete["runs"].get<long long>(),
+                  complete["expected"].get<long long>(), complete["missing"].dump().c_str());
     std::printf("\n%s", table_format(results_table(results, order)).c_str());
     std::printf("\noutput folder: %s\n", study.out_dir.c_str());
     return kExitOk;
   } catch (const Interrupted&) {
-    spdlog::warn("interrupted; finished batches are kept in {}", study.out_dir);
+    spdlog::warn("interrupted; finished members are kept in {} (rerun the same command to resume)", study.out_dir);
     return kExitInterrupted;
   } catch (const std::exception& error) {
     spdlog::error("{} failed: {}", command, error.what());

@@ -22,6 +22,7 @@ struct ConfigOptions {
 struct StudyCommandOptions {
   ConfigOptions config;
   std::string out_dir;                  // --out DIR ("" = runs/<time>-<command>-<name>)
+  std::string shard;                    // --shard i/n ("" = the whole study)
 };
 
 struct BenchCommandOptions {
@@ -30,6 +31,18 @@ struct BenchCommandOptions {
   int64_t warmup = 3;
   int64_t steps = 20;
   std::string json_file;
+};
+
+struct EvalCommandOptions {
+  std::string run_dir;                  // --run DIR: a study folder
+  std::vector<std::string> overrides;   // task.* (other data) and train.device/threads
+  std::string json_file;                // --json FILE: also write the numbers there
+};
+
+struct PredictCommandOptions {
+  std::string run_dir;                  // --run DIR: a study folder
+  std::string member;                   // --member NAME ("" = the study's first complete member)
+  std::string input;                    // content tokens, e.g. "7 1 8 2"
 };
 
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.

@@ -17,6 +17,28 @@ Config config_for_scheme(const Config& base, const SchemeSpec& scheme) {
   return config;
 }
 
+std::vector<nlohmann::json> grid_combinations(const nlohmann::json& grid) {
+  std::vector<nlohmann::json> points = {nlohmann::json::object()};
+  for (const auto& axis : grid.items()) {
+    std::vector<nlohmann::json> crossed;
+    for (const auto& point : points)
+      for (const auto& value : axis.value()) {
+        nlohmann::json next = point;
+        next[axis.key()] = value;
+        crossed.push_back(next);
+      }
+    points = crossed;
+  }
+  return points;
+}
+
+std::string grid_point_name(const std::string& scheme, const nlohmann::json& point) {
+  std::string name = scheme;
+  for (const auto& item : point.items())
+    name += "@" + item.key() + "=" + (item.value().is_string() ? item.value().get<std::string>() : item.value().dump());
+  return name;
+}
+
 namespace {
 void flatten_into(const nlohmann::json& value, const std::string& key,
                   std::vector<std::pair<std::string, std::string>>& out) {

@@ -62,6 +62,9 @@ struct SchemeSpec {
 
 struct CompareConfig {
   std::vector<SchemeSpec> schemes;  // defaults: the six schemes of the reference study
+  // Dotted key -> list of values, crossed with the schemes: {"model.heads": [1, 2, 4]}
+  // trains every scheme at every value (every combination when several keys are given).
+  nlohmann::json grid = nlohmann::json::object();
 };
 
 struct Config {
@@ -79,6 +82,10 @@ struct Config {
 Config config_resolve(const std::optional<std::string>& file_path,
                       const std::vector<std::string>& overrides);
 
+// "key=value" texts -> a dotted-override object {"key": value}; the value is parsed as
+// JSON, else taken as a string. Throws ConfigError for a text without '='.
+nlohmann::json config_overrides_parse(const std::vector<std::string>& overrides);
+
 // JSON round trip. config_from_json checks every key and type against the defaults.
 nlohmann::json config_to_json(const Config& config);
 Config config_from_json(const nlohmann::json& json);
@@ -92,6 +99,12 @@ void config_validate(const Config& config);
 
 // The config of one scheme of a comparison (base + the scheme's overrides), validated.
 Config config_for_scheme(const Config& base, const SchemeSpec& scheme);
+
+// The grid's combinations, in order (keys sorted, the last key varying fastest): each a
+// dotted-override object; one empty object when there is no grid.
+std::vector<nlohmann::json> grid_combinations(const nlohmann::json& grid);
+// The name of a scheme at one grid point: "alibi@model.heads=2" ("alibi" with no grid).
+std::string grid_point_name(const std::string& scheme, const nlohmann::json& point);
 
 // The name `train` gives its one scheme: the positional name, "+causal" when causal is on.
 std::string scheme_name_of(const ModelConfig& model);

@@ -174,6 +174,33 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
   return scheme;
 }
 
+// compare.grid: {"<dotted key>": [values...]}. The same keys as a scheme may override,
+// except train.seeds (the seeds are already an axis of every study).
+json grid_from_json(const json& grid, const json& defaults) {
+  if (!grid.is_object())
+    throw ConfigError("compare.grid = " + grid.dump() + ": expected an object like {\"model.heads\": [1, 2, 4]}");
+  for (const auto& item : grid.items()) {
+    const std::string& key = item.key();
+    const std::string where = "compare.grid[\"" + key + "\"]";
+    if ((key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0) || key == "train.device" ||
+        key == "train.threads" || key == "train.seeds")
+      throw ConfigError(where + ": key '" + key +
+                        "' cannot be a grid axis; a grid may vary model.* and train.* keys "
+                        "(but not train.seeds, train.device or train.threads)");
+    if (!item.value().is_array() || item.value().empty())
+      throw ConfigError(where + " = " + item.value().dump() + ": expected a non-empty list of values, e.g. [1, 2, 4]");
+    for (const auto& value : item.value()) {
+      json probe = defaults;
+      try {
+        merge_checked(probe, nested_patch(key, value), "");
+      } catch (const ConfigError& error) {
+        throw ConfigError(where + ": " + error.what());
+      }
+    }
+  }
+  return grid;
+}
+
 template <typename T>
 T get_leaf(const json& section, const char* key) {
   return section.at(key).get<T>();
@@ -210,6 +237,7 @@ Config config_from_checked_json(const json& j, const json& defaults) {
   const json& schemes = j.at("compare").at("schemes");
   for (size_t i = 0; i < schemes.size(); ++i)
     c.compare.schemes.push_back(scheme_from_json(schemes[i], i, defaults));
+  c.compare.grid = grid_from_json(j.at("compare").at("grid"), defaults);
   return c;
 }
 
@@ -258,7 +286,7 @@ json config_to_json(const Config& c) {
                  {"eval_every", c.train.eval_every}, {"seeds", c.train.seeds},
                  {"device", c.train.device}, {"threads", c.train.threads}}},
       {"report", {{"probes", c.report.probes}}},
-      {"compare", {{"schemes", schemes}}},
+      {"compare", {{"schemes", schemes}, {"grid", c.compare.grid}}},
   };
 }
 
@@ -281,6 +309,25 @@ Config config_with_overrides(const Config& config, const json& dotted_overrides,
   return config_from_checked_json(merged, defaults_json());
 }
 
+json config_overrides_parse(const std::vector<std::string>& overrides) {
+  json dotted = json::object();
+  for (const auto& override_text : overrides) {
+    size_t equals = override_text.find('=');
+    if (equals == std::string::npos)
+      throw ConfigError("'" + override_text + "' is not key=value; write e.g. model.heads=2");
+    std::string key = override_text.substr(0, equals);
+    std::string value_text = override_text.substr(equals + 1);
+    json value;
+    try {
+      value = json::parse(value_text);
+    } catch (const json::parse_error&) {
+      value = value_text;  // not JSON: a plain string such as rope
+    }
+    dotted[key] = value;
+  }
+  return dotted;
+}
+
 Config config_resolve(const std::optional<std::string>& file_path,
                       const std::vector<std::string>& overrides) {
   json merged = defaults_json();
@@ -297,19 +344,10 @@ Config config_resolve(const std::optional<std::string>& file_path,
       throw ConfigError("in " + *file_path + ": " + error.what());
     }
   }
+  // In the order given: a later override of the same key wins.
   for (const auto& override_text : overrides) {
-    size_t equals = override_text.find('=');
-    if (equals == std::string::npos)
-      throw ConfigError("'" + override_text + "' is not key=value; write e.g. model.heads=2");
-    std::string key = override_text.substr(0, equals);
-    std::string value_text = override_text.substr(equals + 1);
-    json value;
-    try {
-      value = json::parse(value_text);
-    } catch (const json::parse_error&) {
-      value = value_text;  // not JSON: a plain string such as rope
-    }
-    merge_checked(merged, nested_patch(key, value), "");
+    const json one = config_overrides_parse({override_text});
+    merge_checked(merged, nested_patch(one.begin().key(), one.begin().value()), "");
   }
   Config config = config_from_checked_json(merged, defaults_json());
   config_validate(config);

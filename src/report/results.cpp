@@ -15,10 +15,38 @@ nlohmann::json by_length_json(const std::vector<double>& by_length) {
 }
 
 nlohmann::json run_record_json(const RunRecord& r) {
-  return {{"test_exact_by_length", by_length_json(r.test_exact_by_length)},{"seed", r.seed},           {"test_exact", r.test_exact},   {"test_token", r.test_token},
-          {"train_exact", r.train_exact}, {"train_token", r.train_token}, {"final_loss", r.final_loss},
-          {"test_loss", r.test_loss}, {"steps", r.steps},             {"seconds", r.seconds},
-          {"batch_members", r.batch_members}};
+  return {{"seed", r.seed},
+          {"test_exact", r.test_exact},
+          {"test_token", r.test_token},
+          {"train_exact", r.train_exact},
+          {"train_token", r.train_token},
+          {"final_loss", r.final_loss},
+          {"test_loss", r.test_loss},
+          {"steps", r.steps},
+          {"seconds", r.seconds},
+          {"batch_members", r.batch_members},
+          {"test_exact_by_length", by_length_json(r.test_exact_by_length)}};
+}
+
+RunRecord run_record_from_json(const nlohmann::json& j) {
+  RunRecord r;
+  r.seed = j.at("seed").get<int64_t>();
+  r.test_exact = j.at("test_exact").get<double>();
+  r.test_token = j.at("test_token").get<double>();
+  r.train_exact = j.at("train_exact").get<double>();
+  r.train_token = j.at("train_token").get<double>();
+  r.final_loss = j.at("final_loss").get<double>();
+  r.test_loss = j.at("test_loss").get<double>();
+  r.steps = j.at("steps").get<int64_t>();
+  r.seconds = j.at("seconds").get<double>();
+  r.batch_members = j.at("batch_members").get<int64_t>();
+  const auto& by_length = j.at("test_exact_by_length");
+  for (const auto& item : by_length.items()) {
+    const size_t k = std::stoul(item.key());
+    if (r.test_exact_by_length.size() <= k) r.test_exact_by_length.resize(k + 1, -1.0);
+    r.test_exact_by_length[k] = item.value().get<double>();
+  }
+  return r;
 }
 
 nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {

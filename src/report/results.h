@@ -24,6 +24,8 @@ struct RunRecord {
 nlohmann::json by_length_json(const std::vector<double>& by_length);
 
 nlohmann::json run_record_json(const RunRecord& run);
+// Back from run_record_json's output; throws nlohmann::json::exception on a missing key.
+RunRecord run_record_from_json(const nlohmann::json& json);
 
 // {"runs": [...], "test_exact": summary, "test_token": ..., "train_exact": ..., "train_token": ...,
 //  "final_loss": summary (not clipped)}

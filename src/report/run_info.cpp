@@ -30,7 +30,10 @@ nlohmann::json run_info_json(const RunInfo& info) {
                         {"threads", info.threads},
                         {"started", info.started},
                         {"ended", info.ended.empty() ? nlohmann::json(nullptr) : nlohmann::json(info.ended)},
-                        {"status", info.status}};
+                        {"status", info.status},
+                        {"members_trained", info.members_trained},
+                        {"members_skipped", info.members_skipped}};
+  if (!info.shard.empty()) out["shard"] = info.shard;
   if (!info.error.empty()) out["error"] = info.error;
   return out;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // run.json: what ran, where and how it ended (version, git commit, LibTorch version,
 // device, threads, start and end time, exit status).
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,9 @@ struct RunInfo {
   std::string ended;        // empty while running
   std::string status = "running";  // running | ok | failed | interrupted
   std::string error;        // what failed, when it did
+  std::string shard;        // "2/3" for `--shard 2/3`; empty for a whole study
+  std::vector<std::string> members_trained;  // "rope/seed-0", ... trained by this invocation
+  int64_t members_skipped = 0;               // already complete in the folder (a resumed study)
 };
 
 nlohmann::json run_info_json(const RunInfo& info);

@@ -14,6 +14,9 @@
 #include "report/files.h"
 #include "report/results.h"
 #include "report/run_info.h"
+#include "study/collect.h"
+#include "study/member_files.h"
+#include "study/positional_analysis.h"
 #include "task/copy_task.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -32,6 +35,14 @@ std::string batch_key(const Config& config) {
   j.erase("compare");
   j.erase("report");
   return j.dump();
+}
+
+// A config as study.json compares it on a rerun: without the keys that may differ between
+// the machines that train one study.
+nlohmann::json comparable(nlohmann::json config) {
+  config["train"].erase("device");
+  config["train"].erase("threads");
+  return config;
 }
 
 // Live progress on a terminal: one line, rewritten at most ten times a second.
@@ -63,64 +74,57 @@ class ProgressLine {
   std::string last_evaluation_;
 };
 
-// attention.json entry of one scheme: per probe, [member][layer][head][T][T] and outputs.
-nlohmann::json attention_entry(const std::vector<torch::Tensor>& layers, const torch::Tensor& outputs, int64_t first,
-                               int64_t count) {
+// A member's attention.json: per probe its maps [layer][head][T][T] and its output [T].
+nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, const torch::Tensor& outputs,
+                                     int64_t member, const nlohmann::json& inputs) {
   // layers[l]: (M, P, H, T, T) for P probes; outputs: (M, P, T).
-  nlohmann::json per_probe = nlohmann::json::array();
-  const int64_t probes = outputs.size(1);
-  for (int64_t p = 0; p < probes; ++p) {
-    nlohmann::json members = nlohmann::json::array(), predicted = nlohmann::json::array();
-    for (int64_t m = first; m < first + count; ++m) {
-      nlohmann::json per_layer = nlohmann::json::array();
-      for (const auto& layer : layers) {
-        auto maps = layer[m][p].to(torch::kFloat64).contiguous();  // (H, T, T)
-        const int64_t H = maps.size(0), T = maps.size(1);
-        auto a = maps.accessor<double, 3>();
-        nlohmann::json heads = nlohmann::json::array();
-        for (int64_t h = 0; h < H; ++h) {
-          nlohmann::json rows = nlohmann::json::array();
-          for (int64_t i = 0; i < T; ++i) {
-            nlohmann::json row = nlohmann::json::array();
-            for (int64_t j = 0; j < T; ++j) row.push_back(std::round(a[h][i][j] * 1e6) / 1e6);
-            rows.push_back(row);
-          }
-          heads.push_back(rows);
+  nlohmann::json probes = nlohmann::json::array();
+  for (int64_t p = 0; p < outputs.size(1); ++p) {
+    nlohmann::json per_layer = nlohmann::json::array();
+    for (const auto& layer : layers) {
+      auto maps = layer[member][p].to(torch::kFloat64).contiguous();  // (H, T, T)
+      const int64_t H = maps.size(0), T = maps.size(1);
+      auto a = maps.accessor<double, 3>();
+      nlohmann::json heads = nlohmann::json::array();
+      for (int64_t h = 0; h < H; ++h) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t i = 0; i < T; ++i) {
+          nlohmann::json row = nlohmann::json::array();
+          for (int64_t j = 0; j < T; ++j) row.push_back(std::round(a[h][i][j] * 1e6) / 1e6);
+          rows.push_back(row);
         }
-        per_layer.push_back(heads);
+        heads.push_back(rows);
       }
-      members.push_back(per_layer);
-      auto out = outputs[m][p].contiguous();
-      predicted.push_back(std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel()));
+      per_layer.push_back(heads);
     }
-    per_probe.push_back({{"attention", members}, {"output", predicted}});
+    auto out = outputs[member][p].contiguous();
+    probes.push_back({{"attention", per_layer},
+                      {"output", std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel())}});
   }
-  return per_probe;
+  return {{"inputs", inputs}, {"probes", probes}};
 }
 
 }  // namespace
 
-std::vector<std::vector<const StudyScheme*>> study_batches(const std::vector<StudyScheme>& schemes) {
-  std::vector<std::string> keys;
-  std::map<std::string, std::vector<const StudyScheme*>> by_key;
-  for (const auto& scheme : schemes) {
-    const std::string key = batch_key(scheme.config);
-    if (!by_key.count(key)) keys.push_back(key);
-    by_key[key].push_back(&scheme);
-  }
-  std::vector<std::vector<const StudyScheme*>> batches;
-  for (const auto& key : keys) batches.push_back(by_key[key]);
-  return batches;
-}
+std::string StudyMember::name() const { return scheme->name + "/seed-" + std::to_string(seed); }
 
-std::vector<MemberSpec> study_batch_members(const std::vector<const StudyScheme*>& batch) {
-  std::vector<MemberSpec> members;
-  for (const auto* scheme : batch) {
-    auto more = members_of(scheme->name, scheme->config.model.positional, scheme->config.model.causal,
-                           scheme->config.train.seeds);
-    members.insert(members.end(), more.begin(), more.end());
+Shard shard_parse(const std::string& text) {
+  const std::string how = "--shard " + text + ": write i/n with 1 <= i <= n, e.g. --shard 2/3 for the second of three shards";
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) throw ConfigError(how);
+  Shard shard;
+  try {
+    size_t used = 0;
+    shard.index = std::stoll(text.substr(0, slash), &used);
+    if (used != slash) throw ConfigError(how);
+    const std::string count = text.substr(slash + 1);
+    shard.count = std::stoll(count, &used);
+    if (used != count.size()) throw ConfigError(how);
+  } catch (const std::logic_error&) {
+    throw ConfigError(how);
   }
-  return members;
+  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) throw ConfigError(how);
+  return shard;
 }
 
 std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
@@ -130,19 +134,117 @@ std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
 
 std::vector<StudyScheme> study_schemes_for_compare(const Config& config) {
   std::vector<StudyScheme> schemes;
-  for (const auto& spec : config.compare.schemes)
-    schemes.push_back({spec.name, config_for_scheme(config, spec), spec.overrides});
+  const std::vector<nlohmann::json> points = grid_combinations(config.compare.grid);
+  for (const auto& spec : config.compare.schemes) {
+    for (const auto& point : points) {
+      SchemeSpec at_point = spec;
+      at_point.name = grid_point_name(spec.name, point);
+      for (const auto& item : point.items()) at_point.overrides[item.key()] = item.value();
+      schemes.push_back({at_point.name, config_for_scheme(config, at_point), at_point.overrides});
+    }
+  }
   return schemes;
 }
 
-void study_check_out_dir(const std::string& out_dir) {
-  for (const char* file : {"config.json", "results.json", "run.json"}) {
-    if (fs::exists(fs::path(out_dir) / file))
-      throw ConfigError("--out " + out_dir + " already holds a study (" + file +
-                        "); choose another folder or remove it first");
+std::vector<StudyMember> study_members(const std::vector<StudyScheme>& schemes) {
+  std::vector<StudyMember> members;
+  for (const auto& scheme : schemes)
+    for (int64_t seed : scheme.config.train.seeds)
+      members.push_back({&scheme, seed, static_cast<int64_t>(members.size())});
+  return members;
+}
+
+std::vector<StudyMember> shard_members(const std::vector<StudyMember>& members, const Shard& shard) {
+  std::vector<StudyMember> mine;
+  for (const auto& member : members)
+    if (member.index % shard.count == shard.index - 1) mine.push_back(member);
+  return mine;
+}
+
+std::vector<std::vector<StudyMember>> study_batches(const std::vector<StudyMember>& members) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<StudyMember>> by_key;
+  for (const auto& member : members) {
+    const std::string key = batch_key(member.scheme->config);
+    if (!by_key.count(key)) keys.push_back(key);
+    by_key[key].push_back(member);
   }
+  std::vector<std::vector<StudyMember>> batches;
+  for (const auto& key : keys) batches.push_back(by_key[key]);
+  return batches;
+}
+
+std::vector<MemberSpec> study_batch_specs(const std::vector<StudyMember>& batch) {
+  std::vector<MemberSpec> specs;
+  for (const auto& member : batch)
+    specs.push_back(MemberSpec{member.scheme->name, member.seed, member.scheme->config.model.positional,
+                               member.scheme->config.model.causal});
+  return specs;
+}
+
+nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyScheme>& schemes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& scheme : schemes)
+    list.push_back({{"name", scheme.name}, {"overrides", scheme.overrides}, {"config", config_to_json(scheme.config)}});
+  return {{"command", command}, {"config", config_to_json(base)}, {"schemes", list}};
+}
+
+std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manifest) {
+  std::vector<StudyScheme> schemes;
+  try {
+    for (const auto& entry : manifest.at("schemes")) {
+      Config config = config_from_json(entry.at("config"));
+      config_validate(config);
+      schemes.push_back({entry.at("name").get<std::string>(), config, entry.at("overrides")});
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw ConfigError(std::string("study.json is not a copytask study manifest (") + error.what() + ")");
+  }
+  if (schemes.empty()) throw ConfigError("study.json lists no schemes");
+  return schemes;
+}
+
+void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manifest) {
   if (fs::exists(out_dir) && !fs::is_directory(out_dir))
     throw ConfigError("--out " + out_dir + " exists and is not a folder; choose another path");
+  const fs::path manifest_path = fs::path(out_dir) / "study.json";
+  if (fs::exists(manifest_path)) {
+    nlohmann::json existing;
+    try {
+      existing = nlohmann::json::parse(file_read(manifest_path.string()));
+    } catch (const std::exception& error) {
+      throw ConfigError("--out " + out_dir + ": its study.json is unreadable (" + std::string(error.what()).substr(0, 120) +
+                        "); choose another folder");
+    }
+    // The same study may be resumed; another one would mix results.
+    nlohmann::json a = manifest, b = existing;
+    for (auto* m : {&a, &b}) {
+      if (!m->contains("schemes") || !m->contains("config")) continue;
+      (*m)["config"] = comparable((*m)["config"]);
+      for (auto& scheme : (*m)["schemes"])
+        if (scheme.contains("config")) scheme["config"] = comparable(scheme["config"]);
+    }
+    if (a != b) {
+      std::string differences;
+      if (b.contains("config")) {
+        const auto patch = nlohmann::json::diff(b["config"], a["config"]);
+        for (size_t i = 0; i < patch.size() && i < 5; ++i) {
+          std::string path = patch[i].value("path", "");
+          std::replace(path.begin(), path.end(), '/', '.');
+          differences += (differences.empty() ? "" : ", ") + path.substr(1);
+        }
+      }
+      if (a.value("command", "") != b.value("command", ""))
+        differences += (differences.empty() ? "" : ", ") + std::string("the command (") + b.value("command", "?") + ")";
+      if (differences.empty()) differences = "the scheme list";
+      throw ConfigError("--out " + out_dir + " holds another study (it differs in " + differences +
+                        "); rerun with that study's config (its config.json) to resume it, or choose another --out");
+    }
+    return;
+  }
+  if (fs::exists(fs::path(out_dir) / "results.json") || fs::exists(fs::path(out_dir) / "config.json"))
+    throw ConfigError("--out " + out_dir + " holds results that are not a resumable study (no study.json); "
+                      "choose another folder or remove it first");
   // The folder (or the nearest part of its path that exists) must be writable, or the
   // study would fail only after training.
   fs::path existing = fs::absolute(out_dir);
@@ -155,99 +257,140 @@ void study_check_out_dir(const std::string& out_dir) {
 
 nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options) {
   const fs::path out(options.out_dir);
-  fs::create_directories(out / "checkpoints");
+  const std::string study_dir = out.string();
+  fs::create_directories(out / "members");
+  // Every shard writes the same content; the rename makes concurrent writes harmless.
   json_write_atomic((out / "config.json").string(), config_to_json(base));
+  json_write_atomic((out / "study.json").string(), study_manifest(options.command, base, schemes));
 
   RunInfo info;
   info.command = options.command_line;
   info.device = options.device.str();
   info.threads = options.threads;
   info.started = utc_now_iso8601();
-  json_write_atomic((out / "run.json").string(), run_info_json(info));
+  fs::path info_path = out / "run.json";
+  if (!options.shard.whole()) {
+    info.shard = options.shard.str();
+    fs::create_directories(out / "shards");
+    info_path = out / "shards" / (std::to_string(options.shard.index) + "-of-" + std::to_string(options.shard.count) + ".json");
+  }
 
-  nlohmann::json results = {{"schemes", nlohmann::json::object()}};
-  nlohmann::json attention = {
-      {"probes", base.report.probes}, {"inputs", nlohmann::json::array()}, {"schemes", nlohmann::json::object()}};
-  const std::string metrics_path = (out / "metrics.jsonl").string();
+  const std::vector<StudyMember> mine = shard_members(study_members(schemes), options.shard);
+  std::vector<StudyMember> to_train;
+  for (const auto& member : mine)
+    if (!member_complete(study_dir, member.scheme->name, member.seed)) to_train.push_back(member);
+  info.members_skipped = static_cast<int64_t>(mine.size() - to_train.size());
+  json_write_atomic(info_path.string(), run_info_json(info));
+  if (info.members_skipped > 0)
+    spdlog::info("{} of {} member(s) already complete in {}: skipped", info.members_skipped, mine.size(), study_dir);
 
   try {
-    // The data: one copy task for the whole study (schemes may not change task.*).
-    const CopyTask task = copy_task_generate(base.task);
-    const TrainData data = train_data_upload(task, options.device);
-    spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
-                 task.context, task.vocab_size);
+    if (!to_train.empty()) {
+      // The data: one copy task for the whole study (schemes may not change task.*).
+      const CopyTask task = copy_task_generate(base.task);
+      const TrainData data = train_data_upload(task, options.device);
+      spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
+                   task.context, task.vocab_size);
 
-    // The probes' full inputs (<copy> and padding added); report.probes may be empty.
-    std::vector<int64_t> probe_flat;
-    for (const auto& probe : base.report.probes) {
-      auto input = copy_input(probe_tokens(probe, base.task), base.task.vocab_size, base.task.context);
-      attention["inputs"].push_back(input);
-      probe_flat.insert(probe_flat.end(), input.begin(), input.end());
-    }
-    const int64_t probe_count = static_cast<int64_t>(base.report.probes.size());
-    const torch::Tensor probe_inputs =
-        torch::tensor(probe_flat, torch::kLong).view({probe_count, base.task.context}).to(options.device);  // (P, T)
+      // The probes' full inputs (<copy> and padding added); report.probes may be empty.
+      nlohmann::json probe_inputs_json = nlohmann::json::array();
+      std::vector<int64_t> probe_flat;
+      for (const auto& probe : base.report.probes) {
+        auto input = copy_input(probe_tokens(probe, base.task), base.task.vocab_size, base.task.context);
+        probe_inputs_json.push_back(input);
+        probe_flat.insert(probe_flat.end(), input.begin(), input.end());
+      }
+      const int64_t probe_count = static_cast<int64_t>(base.report.probes.size());
+      const torch::Tensor probe_inputs =
+          torch::tensor(probe_flat, torch::kLong).view({probe_count, base.task.context}).to(options.device);  // (P, T)
 
-    const auto batches = study_batches(schemes);
-    for (size_t b = 0; b < batches.size(); ++b) {
-      const std::vector<const StudyScheme*>& batch = batches[b];
-      const Config& config = batch.front()->config;
-      const std::vector<MemberSpec> members = study_batch_members(batch);
-      std::string names;
-      for (const auto* scheme : batch) names += (names.empty() ? "" : ", ") + scheme->name;
-      const int64_t M = static_cast<int64_t>(members.size());
-      spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", b + 1, batches.size(), M, names,
-                   config.train.steps, config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
+      const auto batches = study_batches(to_train);
+      for (size_t b = 0; b < batches.size(); ++b) {
+        const std::vector<StudyMember>& batch = batches[b];
+        const Config& config = batch.front().scheme->config;
+        const std::vector<MemberSpec> specs = study_batch_specs(batch);
+        const int64_t M = static_cast<int64_t>(specs.size());
+        std::vector<std::string> scheme_names;
+        for (const auto& member : batch)
+          if (scheme_names.empty() || scheme_names.back() != member.scheme->name) scheme_names.push_back(member.scheme->name);
+        std::string names;
+        for (const auto& name : scheme_names) names += (names.empty() ? "" : ", ") + name;
+        spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", b + 1, batches.size(), M, names,
+                     config.train.steps,
+                     config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
 
-      torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
-      Encoder model(encoder_shape_of(config), members, options.device);
-      ProgressLine progress(options.progress_line, "[" + std::to_string(b + 1) + "/" + std::to_string(batches.size()) + "]",
-                            config.train.steps);
+        // A member that was not complete may have left files from an interrupted run.
+        std::vector<std::string> dirs;
+        for (const auto& member : batch) {
+          dirs.push_back(member_dir(study_dir, member.scheme->name, member.seed));
+          fs::remove_all(dirs.back());
+          fs::create_directories(dirs.back());
+        }
 
-      auto on_evaluation = [&](const Evaluation& evaluation) {
-        std::map<std::string, std::pair<double, int>> test_mean;
+        torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
+        Encoder model(encoder_shape_of(config), specs, options.device);
+        ProgressLine progress(options.progress_line,
+                              "[" + std::to_string(b + 1) + "/" + std::to_string(batches.size()) + "]", config.train.steps);
+
+        // Learned tables at every evaluation (and at the start): their path in positional.json.
+        std::vector<std::vector<std::pair<int64_t, torch::Tensor>>> learned_path(M);
+        auto record_learned = [&](int64_t step) {
+          for (int64_t m = 0; m < M; ++m)
+            if (specs[m].positional == "learned") learned_path[m].emplace_back(step, model->pos_emb[m].detach().cpu().clone());
+        };
+        record_learned(0);
+
+        auto on_evaluation = [&](const Evaluation& evaluation) {
+          std::map<std::string, std::pair<double, int>> test_mean;
+          for (int64_t m = 0; m < M; ++m) {
+            jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(),
+                         {{"step", evaluation.step},
+                          {"scheme", specs[m].scheme},
+                          {"seed", specs[m].seed},
+                          {"seconds", evaluation.seconds},
+                          {"train_loss", evaluation.train[m].loss},
+                          {"train_exact", evaluation.train[m].exact},
+                          {"train_token", evaluation.train[m].token},
+                          {"test_loss", evaluation.test[m].loss},
+                          {"test_exact", evaluation.test[m].exact},
+                          {"test_token", evaluation.test[m].token},
+                          {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}});
+            test_mean[specs[m].scheme].first += evaluation.test[m].exact;
+            test_mean[specs[m].scheme].second += 1;
+          }
+          record_learned(evaluation.step);
+          std::string line;
+          for (const auto& name : scheme_names) {
+            const auto& [sum, count] = test_mean[name];
+            line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", name, sum / count);
+          }
+          progress.set_evaluation("test exact: " + line);
+          // On a terminal the progress line shows each evaluation; the log keeps the last.
+          if (!options.progress_line || evaluation.step == config.train.steps)
+            spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
+        };
+        auto on_step = [&](int64_t step, const torch::Tensor& loss) { progress.update(step, loss); };
+        const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step);
+
+        // Outputs and attention maps of every member on the probes.
+        std::vector<torch::Tensor> probe_attention;
+        const torch::Tensor probe_outputs =
+            probe_count > 0 ? predict_tokens(model, probe_inputs, &probe_attention).cpu()  // (M, P, T)
+                            : torch::zeros({M, 0, base.task.context}, torch::kLong);
+        for (auto& layer : probe_attention) layer = layer.cpu();
+
         for (int64_t m = 0; m < M; ++m) {
-          jsonl_append(metrics_path, {{"step", evaluation.step},
-                                      {"scheme", members[m].scheme},
-                                      {"seed", members[m].seed},
-                                      {"seconds", evaluation.seconds},
-                                      {"train_loss", evaluation.train[m].loss},
-                                      {"train_exact", evaluation.train[m].exact},
-                                      {"train_token", evaluation.train[m].token},
-                                      {"test_loss", evaluation.test[m].loss},
-                                      {"test_exact", evaluation.test[m].exact},
-                                      {"test_token", evaluation.test[m].token},
-                                      {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}});
-          test_mean[members[m].scheme].first += evaluation.test[m].exact;
-          test_mean[members[m].scheme].second += 1;
-        }
-        std::string line;
-        for (const auto* scheme : batch) {
-          const auto& [sum, count] = test_mean[scheme->name];
-          line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", scheme->name, sum / count);
-        }
-        progress.set_evaluation("test exact: " + line);
-        // On a terminal the progress line shows each evaluation; the log keeps the last.
-        if (!options.progress_line || evaluation.step == config.train.steps)
-          spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
-      };
-      auto on_step = [&](int64_t step, const torch::Tensor& loss) { progress.update(step, loss); };
-      const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step);
-
-      // Outputs and attention maps of every member on the probes.
-      std::vector<torch::Tensor> probe_attention;
-      const torch::Tensor probe_outputs =
-          probe_count > 0 ? predict_tokens(model, probe_inputs, &probe_attention).cpu()  // (M, P, T)
-                          : torch::zeros({M, 0, base.task.context}, torch::kLong);
-      for (auto& layer : probe_attention) layer = layer.cpu();
-
-      int64_t first = 0;
-      for (const auto* scheme : batch) {
-        const int64_t count = static_cast<int64_t>(scheme->config.train.seeds.size());
-        std::vector<RunRecord> runs;
-        for (int64_t m = first; m < first + count; ++m) {
+          const StudyScheme& scheme = *batch[m].scheme;
+          const fs::path dir(dirs[m]);
+          checkpoint_save(model, m, 1, (dir / "model.pt").string());
+          json_write_atomic((dir / "attention.json").string(),
+                            member_attention_json(probe_attention, probe_outputs, m, probe_inputs_json));
+          const torch::Tensor learned_table = model->pos_emb[m].detach().cpu();
+          json_write_atomic((dir / "positional.json").string(),
+                            positional_member_json(specs[m].positional, specs[m].seed, config.task.context,
+                                                   config.model.embed, config.model.heads, learned_table, learned_path[m]));
           RunRecord run;
-          run.seed = members[m].seed;
+          run.seed = specs[m].seed;
           run.test_exact = outcome.final.test[m].exact;
           run.test_token = outcome.final.test[m].token;
           run.train_exact = outcome.final.train[m].exact;
@@ -258,36 +401,39 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           run.seconds = outcome.seconds;
           run.batch_members = M;
           run.test_exact_by_length = outcome.final.test[m].exact_by_length;
-          runs.push_back(run);
+          nlohmann::json result = run_record_json(run);
+          result["scheme"] = scheme.name;
+          result["positional"] = scheme.config.model.positional;
+          result["causal"] = scheme.config.model.causal;
+          result["overrides"] = scheme.overrides;
+          result["device"] = options.device.str();
+          result["threads"] = options.threads;
+          result["finished"] = utc_now_iso8601();
+          // Last: the member is complete once this file exists.
+          json_write_atomic((dir / "result.json").string(), result);
+          info.members_trained.push_back(batch[m].name());
         }
-        results["schemes"][scheme->name] = scheme_results_json(runs);
-        results["schemes"][scheme->name]["positional"] = scheme->config.model.positional;
-        results["schemes"][scheme->name]["causal"] = scheme->config.model.causal;
-        results["schemes"][scheme->name]["overrides"] = scheme->overrides;
-        attention["schemes"][scheme->name] = {{"seeds", scheme->config.train.seeds},
-                                              {"probes", attention_entry(probe_attention, probe_outputs, first, count)}};
-        checkpoint_save(model, first, count, (out / "checkpoints" / (scheme->name + ".pt")).string());
-        first += count;
+        json_write_atomic(info_path.string(), run_info_json(info));
+        // The study's files follow every batch, so a later failure keeps what finished.
+        study_collect(study_dir);
       }
-      // Rewritten whole after every batch: a later failure keeps what finished.
-      json_write_atomic((out / "results.json").string(), results);
-      json_write_atomic((out / "attention.json").string(), attention);
     }
   } catch (const Interrupted&) {
     info.status = "interrupted";
     info.ended = utc_now_iso8601();
-    json_write_atomic((out / "run.json").string(), run_info_json(info));
+    json_write_atomic(info_path.string(), run_info_json(info));
     throw;
   } catch (const std::exception& error) {
     info.status = "failed";
     info.error = error.what();
     info.ended = utc_now_iso8601();
-    json_write_atomic((out / "run.json").string(), run_info_json(info));
+    json_write_atomic(info_path.string(), run_info_json(info));
     throw;
   }
+  nlohmann::json results = study_collect(study_dir);
   info.status = "ok";
   info.ended = utc_now_iso8601();
-  json_write_atomic((out / "run.json").string(), run_info_json(info));
+  json_write_atomic(info_path.string(), run_info_json(info));
   return results;
 }
 

@@ -1,8 +1,13 @@
 #pragma once
-// A study: schemes x seeds trained on one shared copy task, written to one folder
-// (DESIGN.md section 5): config.json, run.json, results.json, attention.json,
-// metrics.jsonl and checkpoints/<scheme>.pt. Schemes whose configs differ only in the
-// positional scheme, the causal flag and the seeds train together as one batch of members.
+// A study: schemes (x grid points) x seeds trained on one shared copy task, written to one
+// folder (DESIGN.md section 5). Each trained member has its own folder,
+//   members/<scheme>/seed-<s>/  result.json  metrics.jsonl  attention.json  positional.json  model.pt
+// written by whichever process trained it (result.json last: a member is complete when it
+// exists). The study's own files (results.json, attention.json, positional.json,
+// metrics.jsonl, report.html) are collected from the complete members (study/collect.h).
+// So a study can be trained in shards on several machines into one folder, and a rerun
+// skips the members that are complete. Members whose configs differ only in the positional
+// scheme, the causal flag and the seed train together as one batch.
 #include <string>
 #include <vector>
 
@@ -20,31 +25,65 @@ struct StudyScheme {
   nlohmann::json overrides = nlohmann::json::object();  // what makes it from the base config
 };
 
+// One model to train: a scheme and one of its seeds; `index` is its place in the study's
+// fixed order (scheme by scheme, seed by seed), which decides its shard.
+struct StudyMember {
+  const StudyScheme* scheme = nullptr;
+  int64_t seed = 0;
+  int64_t index = 0;
+  std::string name() const;  // "rope/seed-0"
+};
+
+// `--shard i/n`: this invocation trains the members whose index % n == i - 1.
+struct Shard {
+  int64_t index = 1, count = 1;
+  bool whole() const { return count == 1; }
+  std::string str() const { return std::to_string(index) + "/" + std::to_string(count); }
+};
+// Parses "i/n" (1 <= i <= n); throws ConfigError saying how to write it.
+Shard shard_parse(const std::string& text);
+
 struct StudyOptions {
+  std::string command = "compare";  // train | compare
   std::string out_dir;
   std::string command_line;  // recorded in run.json
   c10::Device device{c10::kCPU};
   int threads = 1;
   bool progress_line = false;  // a live progress line on stderr (a terminal)
+  Shard shard;
 };
 
 // `train`: the base config's own scheme (named e.g. "rope" or "alibi+causal").
 std::vector<StudyScheme> study_schemes_for_train(const Config& config);
-// `compare`: every compare.schemes entry applied to the base; throws ConfigError.
+// `compare`: every compare.schemes entry applied to the base, crossed with compare.grid
+// (names like "alibi@model.heads=2"); throws ConfigError naming the scheme and grid point.
 std::vector<StudyScheme> study_schemes_for_compare(const Config& config);
 
-// The batches a study trains, in the order the schemes were listed: schemes whose configs
-// differ only in model.positional, model.causal and train.seeds share a batch.
-std::vector<std::vector<const StudyScheme*>> study_batches(const std::vector<StudyScheme>& schemes);
+// Every member of the study, scheme by scheme, seed by seed.
+std::vector<StudyMember> study_members(const std::vector<StudyScheme>& schemes);
+// The members of one shard.
+std::vector<StudyMember> shard_members(const std::vector<StudyMember>& members, const Shard& shard);
 
-// The members of a batch: each scheme's seeds, scheme by scheme.
-std::vector<MemberSpec> study_batch_members(const std::vector<const StudyScheme*>& batch);
+// The batches that train `members`, in order: members whose configs differ only in
+// model.positional, model.causal and the seed share a batch.
+std::vector<std::vector<StudyMember>> study_batches(const std::vector<StudyMember>& members);
+// A batch's member specs, for the encoder.
+std::vector<MemberSpec> study_batch_specs(const std::vector<StudyMember>& batch);
 
-// Throws ConfigError when `out_dir` already holds a study (nothing finished is overwritten).
-void study_check_out_dir(const std::string& out_dir);
+// study.json: what the folder's study is (command, base config, every scheme's config), so
+// collect, eval and predict can read it without the command line that made it.
+nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyScheme>& schemes);
+// The schemes of a study folder's study.json; throws ConfigError when it is missing or bad.
+std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manifest);
 
-// Runs the study and returns results.json's content. Writes run.json with status
-// "interrupted" or "failed" before rethrowing when it stops early; results of the batches
+// Checks `out_dir` before any work: a new folder (creatable and writable), or one that
+// holds the same study (then the run resumes it). Throws ConfigError otherwise, naming the
+// keys that differ. train.device and train.threads may differ (shards on other machines).
+void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manifest);
+
+// Runs the members of this shard that are not complete yet, then collects the study's
+// files and returns results.json's content. Writes run.json (or shards/<i>-of-<n>.json)
+// with status "interrupted" or "failed" before rethrowing when it stops early; the members
 // that finished are kept.
 nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options);
 

@@ -1,0 +1,161 @@
+// copytask eval --run DIR [key=value ...]: reloads a study's trained members and evaluates
+// them again, on the study's own data (the numbers must equal those at the end of training)
+// or on other data (task.* overrides, e.g. task.seed=1).
+#include <cstdio>
+#include <filesystem>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "compat/torch_compat.h"
+#include "report/files.h"
+#include "report/results.h"
+#include "study/member_files.h"
+#include "study/saved_study.h"
+#include "task/copy_task.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace {
+
+// The keys eval may change: the data, and where it runs. The model's keys are the study's.
+const std::vector<std::string>& eval_keys() {
+  static const std::vector<std::string> keys = {"task.seed",     "task.examples", "task.test_fraction", "task.min_len",
+                                                "task.max_len",  "train.device",  "train.threads"};
+  return keys;
+}
+
+struct MemberScores {
+  StudyMember member;
+  SplitScores train, test;
+};
+
+}  // namespace
+
+CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options) {
+  CLI::App& command = *app.add_subcommand("eval", "reload a study's trained members and evaluate them again");
+  command.add_option("--run", options.run_dir, "the study folder (what train or compare printed as output folder)")
+      ->required();
+  command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
+  command.add_option("overrides", options.overrides,
+                     "key=value: other data (task.seed, task.examples, task.test_fraction, task.min_len, "
+                     "task.max_len) or where to run (train.device, train.threads)");
+  return &command;
+}
+
+int eval_command_run(const EvalCommandOptions& options) {
+  SavedStudy study;
+  Config config;
+  std::vector<StudyMember> members;
+  c10::Device device(c10::kCPU);
+  try {
+    study = saved_study_open(options.run_dir);
+    const nlohmann::json dotted = config_overrides_parse(options.overrides);
+    for (const auto& item : dotted.items()) {
+      const auto& keys = eval_keys();
+      if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+        std::string allowed;
+        for (const auto& key : keys) allowed += (allowed.empty() ? "" : ", ") + key;
+        throw ConfigError("eval cannot change '" + item.key() + "': the models keep the study's config; allowed: " + allowed);
+      }
+    }
+    config = config_with_overrides(study.base, dotted, "eval");
+    config_validate(config);
+    device = device_resolve(config.train.device);
+    members = saved_members(study);
+    if (members.empty())
+      throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "copytask eval: %s\n", error.what());
+    return kExitBadInput;
+  }
+  const int threads = threads_configure(config.train.threads);
+  const bool same_data = config_to_json(config)["task"] == config_to_json(study.base)["task"];
+
+  std::vector<MemberScores> scores;
+  try {
+    const CopyTask task = copy_task_generate(config.task);
+    const TrainData data = train_data_upload(task, device);
+    spdlog::info("eval: {} member(s) of {}, {} data ({} train / {} test), device {}, {} thread(s)", members.size(),
+                 options.run_dir, same_data ? "the study's" : "other", task.train.count, task.test.count, device.str(),
+                 threads);
+    for (const auto& batch : study_batches(members)) {
+      Encoder model = saved_batch_load(study, batch, device);
+      const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
+      const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
+      for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m]});
+    }
+  } catch (const CheckpointError& error) {
+    std::fprintf(stderr, "copytask eval: %s\n", error.what());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    spdlog::error("eval failed: {}", error.what());
+    return kExitFailure;
+  }
+
+  // Per member, beside what training recorded when the data is the study's own.
+  std::printf("%-28s %10s %10s %11s %11s  %s\n", "member", "test exact", "test token", "train exact", "train token",
+              same_data ? "vs training" : "");
+  nlohmann::json out = {{"run", options.run_dir}, {"task", config_to_json(config)["task"]}, {"same_data", same_data},
+                        {"device", device.str()}, {"members", nlohmann::json::array()}};
+  std::map<std::string, std::vector<RunRecord>> by_scheme;
+  int64_t differing = 0;
+  for (const auto& s : scores) {
+    std::string check;
+    if (same_data) {
+      const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.scheme->name, s.member.seed));
+      const bool same = recorded.test_exact == s.test.exact && recorded.train_exact == s.train.exact &&
+                        recorded.test_token == s.test.token && recorded.train_token == s.train.token &&
+                        recorded.final_loss == s.train.loss && recorded.test_loss == s.test.loss;
+      check = same ? "identical" : fmt::format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact,
+                                               recorded.final_loss);
+      differing += same ? 0 : 1;
+    }
+    std::printf("%-28s %10.4f %10.4f %11.4f %11.4f  %s\n", s.member.name().c_str(), s.test.exact, s.test.token,
+                s.train.exact, s.train.token, check.c_str());
+    RunRecord run;
+    run.seed = s.member.seed;
+    run.test_exact = s.test.exact;
+    run.test_token = s.test.token;
+    run.train_exact = s.train.exact;
+    run.train_token = s.train.token;
+    run.final_loss = s.train.loss;
+    run.test_loss = s.test.loss;
+    run.test_exact_by_length = s.test.exact_by_length;
+    by_scheme[s.member.scheme->name].push_back(run);
+    nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.scheme->name}, {"seed", s.member.seed},
+                            {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
+                            {"train_exact", s.train.exact}, {"train_token", s.train.token}, {"train_loss", s.train.loss},
+                            {"test_exact_by_length", by_length_json(s.test.exact_by_length)}};
+    if (same_data) entry["identical_to_training"] = check == "identical";
+    out["members"].push_back(entry);
+  }
+  nlohmann::json summary = {{"schemes", nlohmann::json::object()}};
+  std::vector<std::string> order;
+  for (const auto& scheme : study.schemes)
+    if (by_scheme.count(scheme.name)) {
+      order.push_back(scheme.name);
+      summary["schemes"][scheme.name] = scheme_results_json(by_scheme[scheme.name]);
+    }
+  out["schemes"] = summary["schemes"];
+  std::printf("\n%s", table_format(results_table(summary, order)).c_str());
+  if (same_data)
+    std::printf("\n%s\n", differing == 0 ? "every member's numbers are identical to those at the end of training"
+                                         : fmt::format("{} member(s) differ from training (another device or thread "
+                                                       "count changes the last bits)", differing).c_str());
+  if (!options.json_file.empty()) {
+    try {
+      json_write_atomic(options.json_file, out);
+    } catch (const std::exception& error) {
+      spdlog::error("{}", error.what());
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace copytask

@@ -1,0 +1,132 @@
+// copytask predict --run DIR [--member NAME] "7 1 8 2": one input through one trained
+// member: its output, whether it is right, and each layer's and head's attention as a
+// compact heatmap in the terminal.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "study/saved_study.h"
+#include "task/copy_task.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+
+namespace copytask {
+namespace {
+
+// A token in a 3-character column: "  7", "  _" (padding), "cpy" (<copy>).
+std::string token_cell(int64_t token, int64_t vocab_size) {
+  if (token == 0) return "  _";
+  if (token == vocab_size - 1) return "cpy";
+  return fmt::format("{:>3}", token);
+}
+
+// Ten shades from 0 to 1, three characters a cell.
+const char* shade(double weight) {
+  static const char* shades[] = {"   ", "...", ":::", "---", "===", "+++", "***", "###", "%%%", "@@@"};
+  const int level = std::clamp(static_cast<int>(weight * 10.0), 0, 9);
+  return shades[level];
+}
+
+}  // namespace
+
+CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options) {
+  CLI::App& command = *app.add_subcommand("predict", "one input through a trained member: output and attention");
+  command.add_option("--run", options.run_dir, "the study folder (what train or compare printed as output folder)")
+      ->required();
+  command.add_option("--member", options.member,
+                     "which member: rope/seed-0, rope/0, or rope (its first seed); default: the study's first");
+  command.add_option("input", options.input, "content tokens, e.g. \"7 1 8 2\" (<copy> and padding are added)")
+      ->required();
+  return &command;
+}
+
+int predict_command_run(const PredictCommandOptions& options) {
+  SavedStudy study;
+  StudyMember member;
+  std::vector<int64_t> content;
+  try {
+    study = saved_study_open(options.run_dir);
+    if (options.member.empty()) {
+      const auto members = saved_members(study);
+      if (members.empty())
+        throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+      member = members.front();
+    } else {
+      member = saved_member_find(study, options.member);
+    }
+    try {
+      content = probe_tokens(options.input, member.scheme->config.task);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError("input \"" + options.input + "\": " + error.what());
+    }
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "copytask predict: %s\n", error.what());
+    return kExitBadInput;
+  }
+  const Config& config = member.scheme->config;
+  const int64_t V = config.task.vocab_size, T = config.task.context;
+  const std::vector<int64_t> input = copy_input(content, V, T), target = copy_target(content, V, T);
+
+  std::vector<torch::Tensor> attention;  // per layer (1, 1, H, T, T)
+  std::vector<int64_t> output;
+  try {
+    torch::set_num_threads(1);  // one example: threads would only cost
+    Encoder model = saved_batch_load(study, {member}, torch::kCPU);
+    auto tokens = predict_tokens(model, torch::tensor(input, torch::kLong).view({1, T}), &attention);  // (1, 1, T)
+    auto flat = tokens.view({T}).contiguous();                                                        // (T)
+    output.assign(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + T);
+  } catch (const CheckpointError& error) {
+    std::fprintf(stderr, "copytask predict: %s\n", error.what());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    spdlog::error("predict failed: {}", error.what());
+    return kExitFailure;
+  }
+
+  const bool right = output == target;
+  int64_t wrong_tokens = 0;
+  std::string marks;
+  for (int64_t t = 0; t < T; ++t) {
+    const bool ok = output[t] == target[t];
+    wrong_tokens += ok ? 0 : 1;
+    marks += std::string(t ? " " : "") + std::string(tokens_to_text({output[t]}, V).size(), ok ? ' ' : '^');
+  }
+  std::printf("member  %s (positional %s, causal %s)\n", member.name().c_str(), config.model.positional.c_str(),
+              config.model.causal ? "on" : "off");
+  std::printf("input   %s\n", tokens_to_text(input, V).c_str());
+  std::printf("target  %s\n", tokens_to_text(target, V).c_str());
+  std::printf("output  %s\n", tokens_to_text(output, V).c_str());
+  if (!right) std::printf("        %s\n", marks.c_str());
+  std::printf("%s\n", right ? "right: every output token matches the target"
+                            : fmt::format("wrong: {} of {} tokens differ (^)", wrong_tokens, T).c_str());
+
+  // Attention: rows are query positions, columns the positions they attend to.
+  std::string header = "       ";
+  for (int64_t j = 0; j < T; ++j) header += token_cell(input[j], V);
+  std::printf("\nattention (rows: query position, columns: key position; shades 0 ' . : - = + * # %% @' 1%s)\n",
+              config.model.causal ? "; causal: nothing right of the diagonal" : "");
+  for (size_t l = 0; l < attention.size(); ++l) {
+    auto maps = attention[l][0][0].to(torch::kFloat64).contiguous();  // (H, T, T)
+    auto a = maps.accessor<double, 3>();
+    for (int64_t h = 0; h < maps.size(0); ++h) {
+      std::printf("\nlayer %zu head %lld\n%s\n", l + 1, static_cast<long long>(h + 1), header.c_str());
+      for (int64_t i = 0; i < T; ++i) {
+        std::string row = "  " + token_cell(input[i], V) + "  ";
+        int64_t strongest = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          row += shade(a[h][i][j]);
+          if (a[h][i][j] > a[h][i][strongest]) strongest = j;
+        }
+        std::printf("%s  max %.2f at position %lld (%s)\n", row.c_str(), a[h][i][strongest],
+                    static_cast<long long>(strongest), tokens_to_text({input[strongest]}, V).c_str());
+      }
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace copytask

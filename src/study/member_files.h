@@ -1,0 +1,23 @@
+#pragma once
+// Where a study keeps each trained member: members/<scheme>/seed-<s>/, holding
+//   result.json      its final numbers (written last: the member is complete when it exists)
+//   metrics.jsonl    one line per evaluation
+//   attention.json   {"inputs": [[T]], "probes": [{"attention": [layer][head][T][T], "output": [T]}]}
+//   positional.json  its positional.json entry (study/positional_analysis.h)
+//   model.pt         its parameters, a plain dict of tensors (train/checkpoint.h)
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace copytask {
+
+std::string member_dir(const std::string& study_dir, const std::string& scheme, int64_t seed);
+
+// True when the member's result.json exists and is valid JSON (a half-trained member has none).
+bool member_complete(const std::string& study_dir, const std::string& scheme, int64_t seed);
+
+// The member's result.json; throws std::runtime_error naming the file.
+nlohmann::json member_result_read(const std::string& study_dir, const std::string& scheme, int64_t seed);
+
+}  // namespace copytask

@@ -1,0 +1,109 @@
+#include "study/positional_analysis.h"
+
+#include <cmath>
+
+#include <torch/linalg.h>
+#include <torch/torch.h>
+
+#include "model/positional.h"
+
+namespace copytask {
+namespace {
+
+// A (R, C) tensor as nested lists, rounded to 6 decimals (the JSON stays small and diffable).
+nlohmann::json matrix_json(const torch::Tensor& matrix) {
+  auto m = matrix.to(torch::kFloat64).contiguous();
+  auto a = m.accessor<double, 2>();
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t i = 0; i < m.size(0); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int64_t j = 0; j < m.size(1); ++j) row.push_back(std::round(a[i][j] * 1e6) / 1e6);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+PositionPca position_pca(const torch::Tensor& vectors) {
+  auto x = vectors.to(torch::kFloat64);                       // (T, D)
+  PositionPca pca;
+  pca.mean = x.mean(0);                                       // (D)
+  auto centered = x - pca.mean;                               // (T, D)
+  auto covariance = centered.t().mm(centered);                // (D, D)
+  auto [values, vectors_by_column] = torch::linalg::eigh(covariance, "L");  // ascending eigenvalues
+  const int64_t D = x.size(1), kept = std::min<int64_t>(2, D);
+  auto axes = vectors_by_column.narrow(1, D - kept, kept).flip({1});        // (D, kept) largest first
+  // Fix each axis' sign: its largest component positive.
+  auto largest = axes.abs().argmax(0);                                      // (kept)
+  auto signs = axes.gather(0, largest.unsqueeze(0)).sign();                 // (1, kept)
+  axes = axes * signs;
+  if (kept < 2) axes = torch::cat({axes, torch::zeros({D, 2 - kept}, axes.options())}, 1);  // (D, 2)
+  pca.axes = axes;
+  const double total = values.clamp_min(0).sum().item<double>();
+  auto top = values.flip({0}).clamp_min(0);
+  for (int64_t i = 0; i < 2; ++i)
+    pca.explained_variance_ratio.push_back(i < kept && total > 0 ? top[i].item<double>() / total : 0.0);
+  return pca;
+}
+
+nlohmann::json position_projection_json(const torch::Tensor& vectors, const PositionPca& pca) {
+  return matrix_json((vectors.to(torch::kFloat64) - pca.mean).mm(pca.axes));  // (T, 2)
+}
+
+nlohmann::json position_vectors_json(const torch::Tensor& vectors, PositionPca* pca_out) {
+  auto x = vectors.to(torch::kFloat64);                        // (T, D)
+  auto dot = x.mm(x.t());                                      // (T, T)
+  auto norms = x.norm(2, 1).clamp_min(1e-12);                  // (T)
+  auto cosine = dot / norms.unsqueeze(1) / norms.unsqueeze(0); // (T, T)
+  PositionPca pca = position_pca(x);
+  nlohmann::json out = {{"dot", matrix_json(dot)},
+                        {"cosine", matrix_json(cosine)},
+                        {"pca", {{"points", position_projection_json(x, pca)},
+                                 {"explained_variance_ratio", pca.explained_variance_ratio}}}};
+  if (pca_out) *pca_out = pca;
+  return out;
+}
+
+nlohmann::json relative_kernel_json(const std::string& positional, int64_t positions, int64_t head_dim) {
+  auto scheme = positional_scheme(positional, positions, head_dim, torch::kCPU);
+  auto q = torch::ones({positions, head_dim});                 // (T, Dh): the same content everywhere
+  auto k = torch::ones({positions, head_dim});                 // (T, Dh)
+  scheme->rotate_qk(q, k);
+  auto scores = q.to(torch::kFloat64).mm(k.to(torch::kFloat64).t()) / static_cast<double>(head_dim);  // (T, T) [m][n]
+  nlohmann::json distance = nlohmann::json::array(), score = nlohmann::json::array();
+  for (int64_t d = -(positions - 1); d <= positions - 1; ++d) {
+    // The diagonal m - n = d: torch's diagonal(offset) takes n - m = offset.
+    const double mean = scores.diagonal(-d).mean().item<double>();
+    distance.push_back(d);
+    score.push_back(std::round(mean * 1e6) / 1e6);
+  }
+  return {{"distance", distance}, {"score", score}, {"head_dim", head_dim}};
+}
+
+nlohmann::json positional_member_json(const std::string& positional, int64_t seed, int64_t positions, int64_t embed,
+                                      int64_t heads, const torch::Tensor& learned_table,
+                                      const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path) {
+  const int64_t head_dim = embed / heads;
+  auto scheme = positional_scheme(positional, positions, head_dim, torch::kCPU);
+  nlohmann::json out = {{"seed", seed}};
+  if (scheme->adds_learned_table() && learned_table.defined()) {
+    PositionPca pca;
+    out["vectors"] = position_vectors_json(learned_table.cpu(), &pca);
+    nlohmann::json path = nlohmann::json::array();
+    for (const auto& [step, table] : learned_path)
+      path.push_back({{"step", step}, {"points", position_projection_json(table.cpu(), pca)}});
+    out["path"] = path;
+  }
+  if (auto table = scheme->additive(positions, embed); table.defined()) out["vectors"] = position_vectors_json(table.cpu());
+  if (scheme->rotates_qk()) out["relative_kernel"] = relative_kernel_json(positional, positions, head_dim);
+  if (auto bias = scheme->score_bias(heads, positions); bias.defined()) {
+    nlohmann::json per_head = nlohmann::json::array();
+    for (int64_t h = 0; h < heads; ++h) per_head.push_back(matrix_json(bias[h].cpu()));
+    out["bias"] = per_head;
+    if (positional == "alibi") out["slopes"] = alibi_slopes(heads);
+  }
+  return out;
+}
+
+}  // namespace copytask

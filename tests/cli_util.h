@@ -1,0 +1,59 @@
+#pragma once
+// Running the copytask binary from a test, as a user would: its exit code and output, and
+// the files it leaves.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace copytask::test {
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
+inline Outcome run(const std::string& arguments, const std::string& prefix = "") {
+  const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
+  const std::string command = prefix + std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream file(log);
+  outcome.output.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  fs::remove(log);
+  return outcome;
+}
+
+inline fs::path fresh_dir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  return dir;
+}
+
+inline nlohmann::json read_json(const fs::path& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << path;
+  return nlohmann::json::parse(file);
+}
+
+// Atomic writes leave no temporary file behind, whatever happened.
+inline void expect_no_temporary_files(const fs::path& out) {
+  for (const auto& entry : fs::recursive_directory_iterator(out))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "leftover " << entry.path();
+}
+
+// A study small enough for a test: ~2 seconds on 2 cores.
+inline const char* kTiny =
+    "task.examples=400 model.embed=8 model.hidden=16 train.steps=30 train.batch_size=32 train.eval_every=10 "
+    "train.lr=0.003 train.seeds=[0,1] train.device=cpu";
+
+}  // namespace copytask::test

@@ -1,0 +1,161 @@
+// Studies beyond one run: shards into one folder, a killed shard rerun, resume, the grid,
+// and the trained members reloaded by eval and predict. All through the binary, as a user
+// would run them.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+
+namespace copytask {
+namespace {
+namespace fs = std::filesystem;
+using test::fresh_dir;
+using test::kTiny;
+using test::Outcome;
+using test::read_json;
+using test::run;
+
+// results.json without what depends on how the members were batched and timed.
+nlohmann::json without_timing(nlohmann::json results) {
+  for (auto& scheme : results["schemes"])
+    for (auto& r : scheme["runs"]) {
+      r.erase("seconds");
+      r.erase("batch_members");
+    }
+  return results;
+}
+
+// Three schemes x 2 seeds; the training lasts a few seconds, so a shard can be killed in it.
+const std::string kStudy = std::string(kTiny) + " train.steps=400 train.eval_every=100 " +
+                           "'compare.schemes=[{\"name\": \"sin\", \"model.positional\": \"sinusoidal\"},"
+                           " {\"name\": \"rope\", \"model.positional\": \"rope\"},"
+                           " {\"name\": \"alibi+causal\", \"model.positional\": \"alibi\", \"model.causal\": true}]'";
+
+TEST(Study, ThreeShardsOneKilledAndRerunGiveTheResultsOfOneRun) {
+  const fs::path whole = fresh_dir("whole"), sharded = fresh_dir("sharded");
+  Outcome one_go = run("compare " + kStudy + " --out " + whole.string());
+  ASSERT_EQ(one_go.exit_code, 0) << one_go.output;
+  const nlohmann::json expected = read_json(whole / "results.json");
+  ASSERT_EQ(expected["complete"]["runs"], 6);
+
+  ASSERT_EQ(run("compare " + kStudy + " --out " + sharded.string() + " --shard 1/3").exit_code, 0);
+  // Shard 2 is killed (SIGKILL: no chance to clean up) in the middle of its training: once
+  // its first member has written its first evaluation (step 100 of 400).
+  const fs::path first_metrics = sharded / "members" / "sin" / "seed-1" / "metrics.jsonl";
+  const std::string kill_mid_training = std::string(COPYTASK_BINARY) + " compare " + kStudy + " --out " +
+                                        sharded.string() + " --shard 2/3 > /dev/null 2>&1 & pid=$!; until [ -s " +
+                                        first_metrics.string() + " ]; do sleep 0.02; done; kill -9 $pid; wait $pid";
+  const int status = std::system(kill_mid_training.c_str());  // /bin/sh: the exit status of `wait`
+  EXPECT_NE(status, 0) << "the shard was killed, not finished";
+  ASSERT_EQ(run("compare " + kStudy + " --out " + sharded.string() + " --shard 3/3").exit_code, 0);
+  nlohmann::json partial = read_json(sharded / "results.json");
+  EXPECT_EQ(partial["complete"]["runs"], 4) << "shard 2 (members 2 and 5 of 6) did not finish";
+  EXPECT_EQ(partial["complete"]["missing"], nlohmann::json({"sin/seed-1", "alibi+causal/seed-0"}));
+  EXPECT_EQ(read_json(sharded / "shards" / "2-of-3.json")["status"], "running") << "a killed shard says nothing more";
+
+  // Rerunning shard 2 trains only its two members; then the folder holds the whole study.
+  Outcome rerun = run("compare " + kStudy + " --out " + sharded.string() + " --shard 2/3");
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.output;
+  EXPECT_NE(rerun.output.find("2 members"), std::string::npos) << rerun.output;
+  const nlohmann::json collected = read_json(sharded / "results.json");
+  EXPECT_EQ(collected["complete"]["runs"], 6);
+  EXPECT_EQ(without_timing(collected), without_timing(expected));
+
+  // Collecting again (report, or any rerun) changes nothing; a whole rerun trains nothing.
+  Outcome again = run("compare " + kStudy + " --out " + sharded.string());
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("6 of 6 member(s) already complete"), std::string::npos) << again.output;
+  EXPECT_EQ(without_timing(read_json(sharded / "results.json")), without_timing(expected));
+  // metrics.jsonl holds every member's evaluations once: 6 members x 4 evaluations.
+  std::ifstream metrics(sharded / "metrics.jsonl");
+  int64_t lines = std::count(std::istreambuf_iterator<char>(metrics), std::istreambuf_iterator<char>(), '\n');
+  EXPECT_EQ(lines, 24);
+  fs::remove_all(whole);
+  fs::remove_all(sharded);
+}
+
+TEST(Study, ShardNeedsOutAndTheSameStudy) {
+  Outcome no_out = run("compare " + std::string(kTiny) + " --shard 1/2");
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.output.find("--shard needs --out"), std::string::npos) << no_out.output;
+}
+
+TEST(Study, GridCrossesTheSchemesWithEveryValue) {
+  const fs::path out = fresh_dir("grid");
+  Outcome outcome = run("compare " + std::string(kTiny) +
+                        " 'compare.schemes=[{\"name\": \"alibi\", \"model.positional\": \"alibi\"}]'"
+                        " 'compare.grid={\"model.heads\": [1, 2], \"train.lr\": [0.003, 0.01]}' --out " + out.string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+  const nlohmann::json results = read_json(out / "results.json");
+  const nlohmann::json order = {"alibi@model.heads=1@train.lr=0.003", "alibi@model.heads=1@train.lr=0.01",
+                                "alibi@model.heads=2@train.lr=0.003", "alibi@model.heads=2@train.lr=0.01"};
+  EXPECT_EQ(results["scheme_order"], order);
+  for (const auto& name : order) ASSERT_TRUE(results["schemes"].contains(name)) << name;
+  EXPECT_EQ(results["schemes"]["alibi@model.heads=2@train.lr=0.01"]["overrides"]["model.heads"], 2);
+  // Two heads: two ALiBi slopes and a bias per head.
+  const nlohmann::json positional = read_json(out / "positional.json");
+  EXPECT_EQ(positional["schemes"]["alibi@model.heads=2@train.lr=0.003"]["runs"][0]["bias"].size(), 2u);
+  // Different values give different models (not one model four times).
+  EXPECT_NE(results["schemes"][order[0].get<std::string>()]["runs"][0]["final_loss"],
+            results["schemes"][order[1].get<std::string>()]["runs"][0]["final_loss"]);
+  fs::remove_all(out);
+}
+
+TEST(Study, EvalReproducesTheFinalNumbersExactlyAndPredictShowsAttention) {
+  const fs::path out = fresh_dir("eval");
+  ASSERT_EQ(run("compare " + kStudy + " train.steps=60 --out " + out.string()).exit_code, 0);
+  const fs::path json = fresh_dir("eval.json");
+  Outcome same = run("eval --run " + out.string() + " --json " + json.string());
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_NE(same.output.find("identical to those at the end of training"), std::string::npos) << same.output;
+  const nlohmann::json evaluated = read_json(json);
+  const nlohmann::json results = read_json(out / "results.json");
+  ASSERT_EQ(evaluated["members"].size(), 6u);
+  for (const auto& member : evaluated["members"]) {
+    const auto& runs = results["schemes"][member["scheme"].get<std::string>()]["runs"];
+    const auto& recorded = runs[member["seed"].get<size_t>()];
+    EXPECT_EQ(member["test_exact"], recorded["test_exact"]);
+    EXPECT_EQ(member["train_loss"], recorded["final_loss"]);
+    EXPECT_EQ(member["identical_to_training"], true);
+  }
+
+  // Other data: a new task seed gives other test examples, so other numbers.
+  Outcome other = run("eval --run " + out.string() + " task.seed=7 --json " + json.string());
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_EQ(read_json(json)["same_data"], false);
+  EXPECT_NE(read_json(json)["members"][0]["test_loss"], evaluated["members"][0]["test_loss"]);
+
+  // Bad input: a model key, a folder that is no study, a corrupt checkpoint.
+  Outcome model_key = run("eval --run " + out.string() + " model.heads=2");
+  EXPECT_EQ(model_key.exit_code, 2);
+  EXPECT_NE(model_key.output.find("eval cannot change 'model.heads'"), std::string::npos) << model_key.output;
+  EXPECT_EQ(run("eval --run /tmp").exit_code, 2);
+
+  Outcome predicted = run("predict --run " + out.string() + " --member rope/1 \"3 4 5\"");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.output;
+  for (const char* fragment : {"member  rope/seed-1", "input   3 4 5 <copy> _", "target  3 4 5 <copy> 3 4 5 _",
+                               "output  ", "layer 1 head 1", "layer 2 head 1"})
+    EXPECT_NE(predicted.output.find(fragment), std::string::npos) << fragment << "\n" << predicted.output;
+  Outcome causal = run("predict --run " + out.string() + " --member alibi+causal \"3 4 5\"");
+  EXPECT_NE(causal.output.find("causal: nothing right of the diagonal"), std::string::npos) << causal.output;
+  Outcome unknown = run("predict --run " + out.string() + " --member nope \"3 4 5\"");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("sin/seed-0"), std::string::npos) << "lists the members: " << unknown.output;
+  EXPECT_EQ(run("predict --run " + out.string() + " \"3 14 5\"").exit_code, 2);
+
+  {
+    std::ofstream corrupt(out / "members" / "rope" / "seed-0" / "model.pt", std::ios::trunc);
+    corrupt << "not a checkpoint";
+  }
+  Outcome broken = run("eval --run " + out.string());
+  EXPECT_EQ(broken.exit_code, 2);
+  EXPECT_NE(broken.output.find("corrupt"), std::string::npos) << broken.output;
+  fs::remove(json);
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace copytask
