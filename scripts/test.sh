@@ -3,7 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
+# Headless Chromium and Selenium for the browser test of the HTML report.
+scripts/setup.sh chromium chromium-driver python3-selenium python3-pil
 scripts/build.sh
 cd build
 ctest --output-on-failure --timeout 600

@@ -1,0 +1,278 @@
+// The positional-encoding section of the report, from positional.json: for each scheme's
+// first seed, what its kind records. Additive tables (sinusoidal, learned): dot-product and
+// cosine similarity between positions and a 2-D PCA (for learned, also its path over
+// training); RoPE: the relative kernel; ALiBi: each head's bias. What is drawn follows the
+// keys present, not the scheme's name, so a new scheme that records the same kind of data
+// is drawn without changes here.
+#include <algorithm>
+#include <cmath>
+
+#include "report/report_charts.h"
+#include "report/report_sections.h"
+
+namespace copytask::report {
+using nlohmann::json;
+
+namespace {
+std::vector<std::string> position_labels(size_t count) {
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < count; ++i) labels.push_back(std::to_string(i));
+  return labels;
+}
+
+double cell_size(size_t positions) {
+  return positions <= 12 ? 16 : std::max(5.0, 192.0 / static_cast<double>(positions));
+}
+
+std::string matrix_table(const std::vector<std::vector<double>>& values, int decimals, const std::string& corner) {
+  std::vector<std::string> header = {corner};
+  const size_t cols = values.empty() ? 0 : values[0].size();
+  for (size_t j = 0; j < cols; ++j) header.push_back(std::to_string(j));
+  std::vector<std::vector<Cell>> rows;
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::vector<Cell> row = {text_cell(std::to_string(i))};
+    for (const double v : values[i]) row.push_back(number_cell(v, decimals));
+    rows.push_back(std::move(row));
+  }
+  return table(header, rows, "matrix");
+}
+
+// A position x position similarity heatmap on a diverging scale centred at 0.
+std::string similarity_map(const std::vector<std::vector<double>>& values, const std::string& what,
+                           double bound, const std::string& id) {
+  charts::Heatmap map;
+  map.heading = what;
+  map.values = values;
+  map.row_labels = map.col_labels = position_labels(values.size());
+  map.row_title = "position i";
+  map.col_title = "position j";
+  map.tip = [what](size_t i, size_t j, double v) {
+    return what + " of positions " + std::to_string(i) + " and " + std::to_string(j) + ": " + html::fixed(v, 4);
+  };
+  const charts::ColourScale scale{charts::ColourScale::Kind::diverging, -bound, bound, what};
+  return charts::heatmap_grid({{map}}, scale, {"heatmap-" + std::string(what == "cosine similarity" ? "cosine" : "dot"), id, what},
+                              cell_size(values.size()));
+}
+
+std::vector<std::pair<double, double>> points_of(const json* j) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& row : matrix(j)) out.emplace_back(row.size() > 0 ? row[0] : NAN, row.size() > 1 ? row[1] : NAN);
+  return out;
+}
+
+std::vector<charts::ScatterPoint> position_points(const std::vector<std::pair<double, double>>& points) {
+  std::vector<charts::ScatterPoint> out;
+  const double last = std::max<double>(1, static_cast<double>(points.size()) - 1);
+  for (size_t p = 0; p < points.size(); ++p)
+    out.push_back({points[p].first, points[p].second, std::to_string(p),
+                   html::hex(html::viridis(static_cast<double>(p) / last)),
+                   "position " + std::to_string(p) + ": (" + html::fixed(points[p].first, 3) + ", " +
+                       html::fixed(points[p].second, 3) + ")"});
+  return out;
+}
+
+// Additive tables: similarity heatmaps, PCA scatter, and (learned) the path over training.
+std::string vectors_block(const json& vectors, const json* path, const std::string& id) {
+  std::string row, tables;
+  const auto cosine = matrix(member(vectors, "cosine"));
+  const auto dot = matrix(member(vectors, "dot"));
+  if (!cosine.empty()) {
+    row += figure(similarity_map(cosine, "cosine similarity", 1.0, id + "-cosine"), "");
+    tables += html::text_element("p", " class=\"table-title\"", "cosine similarity") + matrix_table(cosine, 3, "i \\ j");
+  }
+  if (!dot.empty()) {
+    double bound = 0;
+    for (const auto& r : dot)
+      for (const double v : r)
+        if (std::isfinite(v)) bound = std::max(bound, std::abs(v));
+    row += figure(similarity_map(dot, "dot product", bound > 0 ? bound : 1.0, id + "-dot"), "");
+    tables += html::text_element("p", " class=\"table-title\"", "dot product") + matrix_table(dot, 3, "i \\ j");
+  }
+  const json* pca = member(vectors, "pca");
+  const auto final_points = points_of(pca ? member(*pca, "points") : nullptr);
+  const std::vector<double> ratio = numbers(pca ? member(*pca, "explained_variance_ratio") : nullptr);
+  auto axis_name = [&ratio](size_t k) {
+    return "PC" + std::to_string(k + 1) +
+           (k < ratio.size() && std::isfinite(ratio[k]) ? " (" + html::fixed(100 * ratio[k], 1) + "% of variance)" : "");
+  };
+  const charts::Axes axes{axis_name(0), axis_name(1), std::nullopt, std::nullopt, false};
+  const charts::ColourScale position_scale{charts::ColourScale::Kind::sequential, 0,
+                                           std::max<double>(1, static_cast<double>(final_points.size()) - 1), "position"};
+  if (!final_points.empty()) {
+    // A thin line through the positions in order shows the curve they lie on.
+    const charts::ScatterPath order{final_points, "#888", 0.7, 1.2, "positions in order", false};
+    row += figure(charts::scatter_chart(position_points(final_points), {order},
+                                        {"pca", id + "-pca", "PCA of the position vectors"}, axes, 270, position_scale),
+                  "");
+    std::vector<std::vector<Cell>> rows;
+    for (size_t p = 0; p < final_points.size(); ++p)
+      rows.push_back({number_cell(static_cast<double>(p), 0), number_cell(final_points[p].first, 4),
+                      number_cell(final_points[p].second, 4)});
+    tables += html::text_element("p", " class=\"table-title\"",
+                                 "PCA: " + axis_name(0) + ", " + axis_name(1)) +
+              table({"position", "PC1", "PC2"}, rows, "pca");
+  }
+  std::string out = html::element("div", " class=\"fig-row\"", row) +
+                    html::element("p", " class=\"caption\"",
+                                  "Similarity of the position vectors of positions i and j: cosine on a fixed "
+                                  "&minus;1 to 1 scale, dot product on a scale symmetric around 0 up to its largest "
+                                  "magnitude. Right: the positions on their first two principal components "
+                                  "(colour = position, the grey line joins them in order).");
+  if (path && path->is_array() && !path->empty()) {
+    // One line per position through its projections at each evaluation, oldest first.
+    std::vector<double> steps;
+    std::vector<std::vector<std::pair<double, double>>> tracks(final_points.size());
+    for (const auto& snapshot : *path) {
+      const auto points = points_of(member(snapshot, "points"));
+      steps.push_back(number_at(snapshot, "step"));
+      for (size_t p = 0; p < points.size() && p < tracks.size(); ++p) tracks[p].push_back(points[p]);
+    }
+    const std::string span = "step " + html::compact(steps.front()) + " to " + html::compact(steps.back());
+    std::vector<charts::ScatterPath> lines;
+    const double last = std::max<double>(1, static_cast<double>(tracks.size()) - 1);
+    for (size_t p = 0; p < tracks.size(); ++p)
+      lines.push_back({tracks[p], html::hex(html::viridis(static_cast<double>(p) / last)), 0.75, 1.6,
+                       "position " + std::to_string(p) + ", " + span, true});
+    // The labelled dots: each position at its last recorded evaluation.
+    std::vector<std::pair<double, double>> last_points;
+    for (const auto& track : tracks)
+      last_points.push_back(track.empty() ? std::pair<double, double>(NAN, NAN) : track.back());
+    out += figure(charts::scatter_chart(position_points(last_points), lines, {"pca-path", id + "-path", "Learned positions over training"},
+                                        axes, 340, position_scale),
+                  html::escape("The learned position vectors at each of " + std::to_string(steps.size()) +
+                               " evaluations (" + span + "), projected on the final PCA axes: each line is one "
+                               "position's path, from the open circle (first) to the labelled dot (last)."));
+    std::vector<std::vector<Cell>> rows;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      std::vector<Cell> r = {number_cell(steps[s], 0)};
+      for (const auto& track : tracks)
+        r.push_back(s < track.size() ? Cell{html::fixed(track[s].first, 2) + ", " + html::fixed(track[s].second, 2), true}
+                                     : number_cell(NAN, 0));
+      rows.push_back(std::move(r));
+    }
+    std::vector<std::string> header = {"step"};
+    for (size_t p = 0; p < tracks.size(); ++p) header.push_back("pos " + std::to_string(p));
+    tables += html::text_element("p", " class=\"table-title\"", "path over training (PC1, PC2)") +
+              table(header, rows, "path");
+  }
+  return out + details("Tables: similarities and PCA", tables);
+}
+
+std::string kernel_block(const json& kernel, const std::string& colour, const std::string& id) {
+  const std::vector<double> distance = numbers(member(kernel, "distance"));
+  const std::vector<double> score = numbers(member(kernel, "score"));
+  const double head_dim = number_at(kernel, "head_dim");
+  charts::Series series;
+  series.name = "score";
+  series.colour = colour;
+  series.markers = true;
+  std::vector<std::vector<Cell>> rows;
+  for (size_t k = 0; k < distance.size() && k < score.size(); ++k) {
+    series.x.push_back(distance[k]);
+    series.y.push_back(score[k]);
+    series.tips.push_back("distance " + html::compact(distance[k]) + ": score " + html::fixed(score[k], 4));
+    rows.push_back({number_cell(distance[k], 0), number_cell(score[k], 4)});
+  }
+  charts::Axes axes;
+  axes.x_label = "relative distance between query and key positions";
+  axes.y_label = "kernel score";
+  axes.zero_line = true;
+  const std::string chart =
+      charts::line_chart({series}, {"rope-kernel", id + "-kernel", "RoPE relative kernel"}, axes, 760, 300);
+  return figure(chart, html::escape("RoPE's relative kernel: the score a rotated query and key get as a function of "
+                                    "their distance alone" +
+                                    (std::isfinite(head_dim) ? " (head dimension " + html::compact(head_dim) + ")" : "") +
+                                    ".")) +
+         details("Table: relative kernel", table({"distance", "score"}, rows, "kernel"));
+}
+
+std::string bias_block(const json& run, bool causal, const std::string& id) {
+  const std::vector<double> slopes = numbers(member(run, "slopes"));
+  const json* bias = member(run, "bias");
+  std::vector<std::vector<std::vector<double>>> heads;
+  if (bias && bias->is_array())
+    for (const auto& head : *bias) heads.push_back(matrix(&head));
+  double lo = 0, hi = 0;
+  for (const auto& head : heads)
+    for (const auto& r : head)
+      for (const double v : r)
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+  // Heads in rows of at most four maps, so many heads stay inside the page width.
+  std::vector<std::vector<charts::Heatmap>> grid;
+  std::string tables;
+  for (size_t h = 0; h < heads.size(); ++h) {
+    if (h % 4 == 0) grid.emplace_back();
+    charts::Heatmap map;
+    const std::string slope = h < slopes.size() ? ", slope " + html::compact(std::round(slopes[h] * 1e4) / 1e4) : "";
+    map.heading = "head " + std::to_string(h + 1) + slope;
+    map.values = heads[h];
+    map.row_labels = map.col_labels = position_labels(heads[h].size());
+    map.row_title = "query position i";
+    map.col_title = "key position j";
+    if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
+    map.tip = [h](size_t i, size_t j, double v) {
+      return "head " + std::to_string(h + 1) + ": bias of query " + std::to_string(i) + " on key " +
+             std::to_string(j) + ": " + html::fixed(v, 4);
+    };
+    grid.back().push_back(std::move(map));
+    tables += html::text_element("p", " class=\"table-title\"", "head " + std::to_string(h + 1) + slope) +
+              matrix_table(heads[h], 3, "i \\ j");
+  }
+  std::string out;
+  if (!grid.empty()) {
+    const charts::ColourScale scale{charts::ColourScale::Kind::sequential, lo, hi, "ALiBi bias"};
+    out += figure(charts::heatmap_grid(grid, scale, {"alibi-bias", id + "-bias", "ALiBi bias per head"},
+                                       cell_size(heads[0].size()), "masked (causal)"),
+                  "ALiBi adds <code>-slope &times; |i - j|</code> to the attention score of query i on key j" +
+                      std::string(causal ? "; under the causal mask the keys after the query are masked." : "."));
+  }
+  std::vector<std::vector<Cell>> rows;
+  for (size_t h = 0; h < slopes.size(); ++h) rows.push_back({number_cell(static_cast<double>(h + 1), 0), number_cell(slopes[h], 6)});
+  if (!rows.empty()) out += table({"head", "slope"}, rows, "slopes");
+  if (!tables.empty()) out += details("Tables: bias per head", tables);
+  return out;
+}
+}  // namespace
+
+std::string section_positional(const StudyView& view) {
+  const json& positional = view.inputs().positional;
+  const std::string title = "Positional encodings";
+  if (positional.is_null())
+    return section("positional", title, not_recorded("positional.json", "no positional encodings to show."));
+  const json* schemes = member(positional, "schemes");
+  std::string content;
+  for (size_t s = 0; s < view.schemes().size(); ++s) {
+    const std::string& name = view.schemes()[s];
+    const json* entry = schemes ? member(*schemes, name) : nullptr;
+    if (!entry) continue;
+    const json* runs = member(*entry, "runs");
+    const bool causal = view.causal(name);
+    const std::string kind = view.positional(name);
+    std::string heading = "<span class=\"swatch\" style=\"background:" + html::escape(view.colour(name)) + "\"></span>" +
+                          html::escape(name);
+    std::string sub = kind.empty() ? "" : kind;
+    if (causal) sub += sub.empty() ? "causal" : ", causal";
+    if (!runs || !runs->is_array() || runs->empty()) {
+      content += html::element("h3", "", heading) + note("No run recorded.");
+      continue;
+    }
+    const json& run = (*runs)[0];
+    sub += (sub.empty() ? "" : " \u00b7 ") + std::string("seed ") + display_at(run, "seed") +
+           " (first of " + std::to_string(runs->size()) + ")";
+    content += html::element("h3", "", heading + html::text_element("span", " class=\"sub\"", sub));
+    const std::string id = "chart-positional-" + id_part(name, s);
+    std::string body;
+    if (const json* vectors = member(run, "vectors")) body += vectors_block(*vectors, member(run, "path"), id);
+    if (const json* kernel = member(run, "relative_kernel")) body += kernel_block(*kernel, view.colour(name), id);
+    if (member(run, "bias") || member(run, "slopes")) body += bias_block(run, causal, id);
+    if (body.empty())
+      body = note(kind == "none" ? "No positional encoding: the model sees the tokens as an unordered set, "
+                                   "nothing to draw."
+                                 : "Nothing recorded for this scheme's positions.");
+    content += body;
+  }
+  if (content.empty()) content = note("positional.json holds none of this study's schemes.");
+  return section("positional", title, content);
+}
+
+}  // namespace copytask::report

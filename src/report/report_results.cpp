@@ -1,0 +1,350 @@
+// The results sections of the report: the overview (with the warnings a reader must see
+// first), the accuracy bars, the training curves and exact-match by content length.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "report/report_charts.h"
+#include "report/report_sections.h"
+
+namespace copytask::report {
+using nlohmann::json;
+
+namespace {
+const json* scheme_results(const StudyView& view, const std::string& scheme) {
+  const json* schemes = member(view.inputs().results, "schemes");
+  return schemes ? member(*schemes, scheme) : nullptr;
+}
+
+std::vector<std::string> schemes_with_results(const StudyView& view) {
+  std::vector<std::string> out;
+  for (const auto& name : view.schemes())
+    if (scheme_results(view, name)) out.push_back(name);
+  return out;
+}
+
+struct Spread {
+  double mean = NAN, lo = NAN, hi = NAN;
+  size_t n = 0;
+};
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  double sum = 0;
+  for (const double v : values) {
+    if (!std::isfinite(v)) continue;
+    sum += v;
+    s.lo = s.n == 0 ? v : std::min(s.lo, v);
+    s.hi = s.n == 0 ? v : std::max(s.hi, v);
+    ++s.n;
+  }
+  if (s.n > 0) s.mean = sum / static_cast<double>(s.n);
+  return s;
+}
+}  // namespace
+
+// ---- Overview ----------------------------------------------------------------------------------
+
+std::string section_overview(const StudyView& view) {
+  const ReportInputs& in = view.inputs();
+  std::string facts;
+  auto fact = [&facts](std::string_view name, const std::string& value) {
+    if (!value.empty())
+      facts += html::element("div", " class=\"fact\"",
+                             html::text_element("span", " class=\"fact-name\"", name) +
+                                 html::text_element("span", " class=\"fact-value\"", value));
+  };
+  fact("schemes", std::to_string(view.schemes().size()));
+  if (const json* train = member(in.config, "train")) {
+    if (const json* seeds = member(*train, "seeds"); seeds && seeds->is_array())
+      fact("seeds", std::to_string(seeds->size()) + " (" + display(*seeds) + ")");
+    fact("steps", display_at(*train, "steps"));
+  }
+  if (const json* task = member(in.config, "task")) {
+    fact("context", display_at(*task, "context"));
+    fact("vocab", display_at(*task, "vocab_size"));
+  }
+  if (!in.run.is_null()) {
+    fact("device", display_at(in.run, "device"));
+    fact("status", display_at(in.run, "status"));
+    fact("started", display_at(in.run, "started"));
+  }
+
+  std::string warnings;
+  if (const json* complete = member(in.results, "complete")) {
+    const double runs = number_at(*complete, "runs"), expected = number_at(*complete, "expected");
+    const json* missing = member(*complete, "missing");
+    const bool has_missing = (missing && missing->is_array() && !missing->empty()) ||
+                             (std::isfinite(runs) && std::isfinite(expected) && runs < expected);
+    if (has_missing) {
+      std::string list;
+      if (missing && missing->is_array())
+        for (const auto& name : *missing) list += (list.empty() ? "" : ", ") + display(name);
+      warnings += html::element(
+          "p", " class=\"warning incomplete\"",
+          html::escape("Incomplete study: " + html::compact(runs) + " of " + html::compact(expected) +
+                       " runs recorded" + (list.empty() ? "." : "; missing: " + list + ".") +
+                       " Means, spreads and intervals below cover the recorded runs only."));
+    }
+  }
+  if (const json* status = member(in.run, "status"); status && status->is_string() && *status != "ok") {
+    std::string text = "run.json status: " + status->get<std::string>();
+    if (const json* error = member(in.run, "error"); error && !error->is_null()) text += " (" + display(*error) + ")";
+    if (*status == "running") text += ": the study had not finished when this report was written.";
+    warnings += html::text_element("p", " class=\"warning status\"", text);
+  }
+
+  std::string command;
+  if (const json* line = member(in.run, "command"); line && line->is_string())
+    command = html::element("pre", " class=\"command\"", html::escape(line->get<std::string>()));
+
+  std::string toc;
+  for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
+           {"accuracy", "Accuracy"},
+           {"curves", "Training curves"},
+           {"by-length", "By content length"},
+           {"attention", "Attention maps"},
+           {"positional", "Positional encodings"},
+           {"metadata", "Config and run"}})
+    toc += html::element("li", "", html::element("a", html::attr("href", "#" + id), html::escape(title)));
+
+  return html::element("header", "",
+                       html::text_element("h1", "", "copytask study report") + command +
+                           html::element("div", " class=\"facts\"", facts) + warnings +
+                           html::element("nav", "", html::element("ul", "", toc)));
+}
+
+// ---- Accuracy -----------------------------------------------------------------------------------
+
+std::string section_accuracy(const StudyView& view) {
+  if (view.inputs().results.is_null())
+    return section("accuracy", "Accuracy", not_recorded("results.json", "no accuracy to show."));
+  std::vector<charts::DotBar> bars;
+  std::vector<std::vector<Cell>> summary_rows, run_rows;
+  for (const auto& name : schemes_with_results(view)) {
+    const json& scheme = *scheme_results(view, name);
+    const json* exact = member(scheme, "test_exact");
+    const json empty = json::object();
+    const json& s = exact ? *exact : empty;
+    charts::DotBar bar;
+    bar.name = name;
+    bar.colour = view.colour(name);
+    bar.mean = number_at(s, "mean");
+    const std::vector<double> ci = numbers(member(s, "ci95"));
+    if (ci.size() == 2 && std::isfinite(ci[0]) && std::isfinite(ci[1])) bar.ci95 = std::make_pair(ci[0], ci[1]);
+    bar.tip = name + ": mean test exact-match " + html::fixed(bar.mean, 4) + " over " +
+              html::compact(number_at(s, "n")) + " seed(s)" +
+              (bar.ci95 ? ", 95% CI [" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]" : "");
+    if (const json* runs = member(scheme, "runs"); runs && runs->is_array()) {
+      for (const auto& run : *runs) {
+        const double seed = number_at(run, "seed");
+        const double value = number_at(run, "test_exact");
+        bar.points.emplace_back(name + ", seed " + html::compact(seed) + ": test exact-match " + html::fixed(value, 4),
+                                value);
+        run_rows.push_back({scheme_cell(view, name), number_cell(seed, 0), number_cell(value, 4),
+                            number_cell(number_at(run, "test_token"), 4), number_cell(number_at(run, "train_exact"), 4),
+                            number_cell(number_at(run, "train_token"), 4), number_cell(number_at(run, "final_loss"), 4),
+                            number_cell(number_at(run, "test_loss"), 4), number_cell(number_at(run, "steps"), 0),
+                            number_cell(number_at(run, "seconds"), 1), number_cell(number_at(run, "batch_members"), 0)});
+      }
+    }
+    bars.push_back(bar);
+    auto mean_of = [&scheme](const char* key) {
+      const json* summary = member(scheme, key);
+      return summary ? number_at(*summary, "mean") : NAN;
+    };
+    summary_rows.push_back({scheme_cell(view, name), text_cell(view.positional(name)),
+                            text_cell(view.causal(name) ? "yes" : "no"), number_cell(number_at(s, "n"), 0),
+                            number_cell(bar.mean, 4), number_cell(number_at(s, "std"), 4),
+                            number_cell(number_at(s, "min"), 4), number_cell(number_at(s, "max"), 4),
+                            {bar.ci95 ? "[" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]"
+                                      : "<span class=\"na\">n/a</span>",
+                             true},
+                            number_cell(mean_of("test_token"), 4), number_cell(mean_of("train_exact"), 4),
+                            number_cell(mean_of("final_loss"), 4)});
+  }
+  if (bars.empty()) return section("accuracy", "Accuracy", note("results.json holds no scheme yet."));
+  const std::string chart = charts::dot_bar_chart(
+      bars, {"accuracy", "chart-accuracy", "Test exact-match per scheme, every seed a dot"}, "test exact-match", 0, 1);
+  return section(
+      "accuracy", "Accuracy",
+      figure(chart,
+             "Test exact-match (the whole output right) per scheme. Bar: mean over seeds; dots: each seed; "
+             "error bar: 95% Student-t interval of the mean (none with one seed). Hover for the numbers.") +
+          table({"scheme", "positional", "causal", "n", "test exact", "std", "min", "max", "95% CI", "test token",
+                 "train exact", "final loss"},
+                summary_rows, "summary") +
+          note("n seeds; test exact is their mean, with its standard deviation, range and 95% interval; test "
+               "token, train exact and final loss are means over the seeds.") +
+          details("Every run (" + std::to_string(run_rows.size()) + ")",
+                  table({"scheme", "seed", "test exact", "test token", "train exact", "train token", "final loss",
+                         "test loss", "steps", "seconds", "batch members"},
+                        run_rows, "runs")));
+}
+
+// ---- Training curves --------------------------------------------------------------------------
+
+namespace {
+// metrics.jsonl grouped as scheme -> step -> the seeds' values of `key`.
+std::map<std::string, std::map<double, std::vector<double>>> metric_by_step(const StudyView& view,
+                                                                           const std::string& key) {
+  std::map<std::string, std::map<double, std::vector<double>>> out;
+  for (const auto& line : view.inputs().metrics) {
+    const json* scheme = member(line, "scheme");
+    const double step = number_at(line, "step");
+    if (!scheme || !scheme->is_string() || !std::isfinite(step)) continue;
+    out[scheme->get<std::string>()][step].push_back(number_at(line, key));
+  }
+  return out;
+}
+
+struct CurveChart {
+  std::string svg;
+  std::vector<double> steps;                        // every step, sorted
+  std::map<std::string, std::map<double, Spread>> values;  // scheme -> step -> spread
+  std::vector<std::string> schemes;
+};
+
+CurveChart curve_chart(const StudyView& view, const std::string& key, const std::string& what,
+                       const charts::ChartMeta& meta, std::optional<std::pair<double, double>> y_domain,
+                       int decimals, double height) {
+  CurveChart out;
+  const auto grouped = metric_by_step(view, key);
+  std::set<double> steps;
+  double max_step = 0;
+  std::vector<charts::Series> series;
+  for (const auto& name : view.schemes()) {
+    const auto it = grouped.find(name);
+    if (it == grouped.end()) continue;
+    out.schemes.push_back(name);
+    charts::Series s;
+    s.name = name;
+    s.colour = view.colour(name);
+    for (const auto& [step, values] : it->second) {
+      const Spread spread = spread_of(values);
+      out.values[name][step] = spread;
+      steps.insert(step);
+      max_step = std::max(max_step, step);
+      s.x.push_back(step);
+      s.y.push_back(spread.mean);
+      s.band_lo.push_back(spread.lo);
+      s.band_hi.push_back(spread.hi);
+      s.tips.push_back(name + ", step " + html::compact(step) + ": mean " + what + " " +
+                       html::fixed(spread.mean, decimals) + " over " + std::to_string(spread.n) + " seed(s), min " +
+                       html::fixed(spread.lo, decimals) + ", max " + html::fixed(spread.hi, decimals));
+    }
+    series.push_back(std::move(s));
+  }
+  out.steps.assign(steps.begin(), steps.end());
+  charts::Axes axes;
+  axes.x_label = "training step";
+  axes.y_label = what;
+  axes.x_domain = std::make_pair(0.0, html::nice_domain(0, std::max(max_step, 1.0), 8).second);
+  axes.y_domain = y_domain;
+  out.svg = charts::line_chart(series, meta, axes, 1040, height);
+  return out;
+}
+
+std::string curve_table(const CurveChart& chart, const StudyView& view, int decimals) {
+  std::vector<std::string> header = {"step"};
+  for (const auto& name : chart.schemes) header.push_back(name);
+  std::vector<std::vector<Cell>> rows;
+  for (const double step : chart.steps) {
+    std::vector<Cell> row = {number_cell(step, 0)};
+    for (const auto& name : chart.schemes) {
+      const auto& by_step = chart.values.at(name);
+      const auto it = by_step.find(step);
+      row.push_back(number_cell(it == by_step.end() ? NAN : it->second.mean, decimals));
+    }
+    rows.push_back(std::move(row));
+  }
+  return table(header, rows, "curve");
+}
+}  // namespace
+
+std::string section_curves(const StudyView& view) {
+  if (view.inputs().metrics.empty())
+    return section("curves", "Training curves", not_recorded("metrics.jsonl", "no training curves to show."));
+  const CurveChart exact = curve_chart(view, "test_exact", "test exact-match",
+                                       {"curves", "chart-curves", "Test exact-match against training step"},
+                                       std::make_pair(0.0, 1.0), 4, 380);
+  const CurveChart loss = curve_chart(view, "train_loss", "train loss",
+                                      {"loss", "chart-loss", "Train loss against training step"}, std::nullopt, 4, 280);
+  return section("curves", "Training curves",
+                 figure(exact.svg,
+                        "Test exact-match at each evaluation. Line: mean over seeds; band: the lowest to the highest "
+                        "seed.") +
+                     details("Table: mean test exact-match per step", curve_table(exact, view, 4)) +
+                     figure(loss.svg,
+                            "Train loss (cross-entropy) at each evaluation, mean over seeds, band from the lowest to "
+                            "the highest seed.") +
+                     details("Table: mean train loss per step", curve_table(loss, view, 4)));
+}
+
+// ---- By content length ----------------------------------------------------------------------
+
+std::string section_by_length(const StudyView& view) {
+  if (view.inputs().results.is_null())
+    return section("by-length", "Test exact-match by content length", not_recorded("results.json", "nothing to show."));
+  // scheme -> length -> the seeds' values
+  std::map<std::string, std::map<int, std::vector<double>>> by_length;
+  std::set<int> lengths;
+  for (const auto& name : schemes_with_results(view)) {
+    const json* runs = member(*scheme_results(view, name), "runs");
+    if (!runs || !runs->is_array()) continue;
+    for (const auto& run : *runs) {
+      const json* table = member(run, "test_exact_by_length");
+      if (!table || !table->is_object()) continue;
+      for (const auto& item : table->items()) {
+        int length = 0;
+        try {
+          length = std::stoi(item.key());
+        } catch (const std::exception&) {
+          continue;
+        }
+        lengths.insert(length);
+        by_length[name][length].push_back(number(&item.value()));
+      }
+    }
+  }
+  if (by_length.empty())
+    return section("by-length", "Test exact-match by content length",
+                   note("results.json has no test_exact_by_length for any run."));
+  std::vector<charts::Series> series;
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& name : view.schemes()) {
+    const auto it = by_length.find(name);
+    if (it == by_length.end()) continue;
+    charts::Series s;
+    s.name = name;
+    s.colour = view.colour(name);
+    s.markers = true;
+    std::vector<Cell> row = {scheme_cell(view, name)};
+    for (const int length : lengths) {
+      const auto found = it->second.find(length);
+      const Spread spread = found == it->second.end() ? Spread{} : spread_of(found->second);
+      row.push_back(number_cell(spread.mean, 3));
+      if (spread.n == 0) continue;
+      s.x.push_back(length);
+      s.y.push_back(spread.mean);
+      s.tips.push_back(name + ", " + std::to_string(length) + " content token(s): mean test exact-match " +
+                       html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s)");
+    }
+    rows.push_back(std::move(row));
+    series.push_back(std::move(s));
+  }
+  std::vector<std::string> header = {"scheme"};
+  for (const int length : lengths) header.push_back("k = " + std::to_string(length));
+  charts::Axes axes;
+  axes.x_label = "content length k (tokens before <copy>)";
+  axes.y_label = "test exact-match";
+  axes.x_domain = std::make_pair(*lengths.begin() - 0.5, *lengths.rbegin() + 0.5);
+  axes.y_domain = std::make_pair(0.0, 1.0);
+  const std::string chart = charts::line_chart(
+      series, {"by-length", "chart-by-length", "Test exact-match by content length"}, axes, 1040, 320);
+  return section("by-length", "Test exact-match by content length",
+                 figure(chart, "Test exact-match of the test examples with k content tokens, mean over seeds.") +
+                     table(header, rows, "by-length"));
+}
+
+}  // namespace copytask::report

@@ -1,0 +1,193 @@
+// StudyView (scheme order, colours, causal flags, token names) and the small JSON and HTML
+// helpers every section of the report shares.
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "report/report_sections.h"
+#include "report/svg.h"
+
+namespace copytask::report {
+using nlohmann::json;
+
+const json* member(const json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  const auto it = j.find(std::string(key));
+  return it == j.end() ? nullptr : &*it;
+}
+
+double number(const json* j) {
+  return j && j->is_number() ? j->get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+double number_at(const json& j, std::string_view key) { return number(member(j, key)); }
+
+std::string display(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";
+  return value.dump();
+}
+
+std::string display_at(const json& j, std::string_view key) {
+  const json* value = member(j, key);
+  return value ? display(*value) : "";
+}
+
+std::vector<double> numbers(const json* j) {
+  std::vector<double> out;
+  if (!j || !j->is_array()) return out;
+  for (const auto& v : *j) out.push_back(number(&v));
+  return out;
+}
+
+std::vector<std::vector<double>> matrix(const json* j) {
+  std::vector<std::vector<double>> out;
+  if (!j || !j->is_array()) return out;
+  for (const auto& row : *j) {
+    if (!row.is_array()) return {};
+    out.push_back(numbers(&row));
+  }
+  return out;
+}
+
+// ---- StudyView -------------------------------------------------------------------------------
+
+StudyView::StudyView(const ReportInputs& inputs) : inputs_(inputs) {
+  auto add = [this](const std::string& name) {
+    if (index_.count(name)) return;
+    index_[name] = schemes_.size();
+    schemes_.push_back(name);
+  };
+  const json* order = member(inputs.results, "scheme_order");
+  if (order && order->is_array()) {
+    for (const auto& name : *order)
+      if (name.is_string()) add(name.get<std::string>());
+  } else if (const json* compare = member(inputs.config, "compare")) {
+    if (const json* schemes = member(*compare, "schemes"); schemes && schemes->is_array())
+      for (const auto& scheme : *schemes)
+        if (const json* name = member(scheme, "name"); name && name->is_string()) add(name->get<std::string>());
+  }
+  // Schemes present in the files but not in the order (e.g. a `train` study's single
+  // scheme) come after, so nothing recorded is silently left out.
+  for (const json* file : {&inputs.results, &inputs.attention, &inputs.positional})
+    if (const json* schemes = member(*file, "schemes"); schemes && schemes->is_object())
+      for (const auto& item : schemes->items()) add(item.key());
+  for (const auto& line : inputs.metrics)
+    if (const json* name = member(line, "scheme"); name && name->is_string()) add(name->get<std::string>());
+
+  if (const json* task = member(inputs.config, "task")) {
+    const double vocab = number_at(*task, "vocab_size");
+    if (std::isfinite(vocab)) vocab_size_ = static_cast<int64_t>(vocab);
+  }
+}
+
+std::string StudyView::colour(const std::string& scheme) const {
+  const auto it = index_.find(scheme);
+  return html::scheme_colour(it == index_.end() ? schemes_.size() : it->second);
+}
+
+namespace {
+// The value of `key` in the config's compare.schemes entry named `scheme`, or nullptr.
+const json* scheme_override(const json& config, const std::string& scheme, std::string_view key) {
+  const json* compare = member(config, "compare");
+  const json* schemes = compare ? member(*compare, "schemes") : nullptr;
+  if (!schemes || !schemes->is_array()) return nullptr;
+  for (const auto& entry : *schemes)
+    if (const json* name = member(entry, "name"); name && name->is_string() && name->get<std::string>() == scheme)
+      return member(entry, key);
+  return nullptr;
+}
+
+const json* scheme_entry(const json& file, const std::string& scheme) {
+  const json* schemes = member(file, "schemes");
+  return schemes ? member(*schemes, scheme) : nullptr;
+}
+}  // namespace
+
+bool StudyView::causal(const std::string& scheme) const {
+  for (const json* file : {&inputs_.results, &inputs_.positional})
+    if (const json* entry = scheme_entry(*file, scheme))
+      if (const json* flag = member(*entry, "causal"); flag && flag->is_boolean()) return flag->get<bool>();
+  if (const json* flag = scheme_override(inputs_.config, scheme, "model.causal"); flag && flag->is_boolean())
+    return flag->get<bool>();
+  if (const json* model = member(inputs_.config, "model"))
+    if (const json* flag = member(*model, "causal"); flag && flag->is_boolean()) return flag->get<bool>();
+  return false;
+}
+
+std::string StudyView::positional(const std::string& scheme) const {
+  for (const json* file : {&inputs_.results, &inputs_.positional})
+    if (const json* entry = scheme_entry(*file, scheme))
+      if (const json* kind = member(*entry, "positional"); kind && kind->is_string()) return kind->get<std::string>();
+  if (const json* kind = scheme_override(inputs_.config, scheme, "model.positional"); kind && kind->is_string())
+    return kind->get<std::string>();
+  return "";
+}
+
+std::string StudyView::token_name(int64_t token) const {
+  if (token == 0) return "_";
+  if (vocab_size_ > 1 && token == vocab_size_ - 1) return "\u25B8";
+  return std::to_string(token);
+}
+
+// ---- HTML pieces -------------------------------------------------------------------------------
+
+Cell text_cell(std::string_view text) { return {html::escape(text), false}; }
+
+Cell number_cell(double value, int decimals) {
+  return {std::isnan(value) ? "<span class=\"na\">n/a</span>" : html::fixed(value, decimals), true};
+}
+
+Cell scheme_cell(const StudyView& view, const std::string& scheme) {
+  return {"<span class=\"swatch\" style=\"background:" + html::escape(view.colour(scheme)) + "\"></span>" +
+              html::escape(scheme),
+          false};
+}
+
+std::string table(const std::vector<std::string>& header, const std::vector<std::vector<Cell>>& rows,
+                  const std::string& css_class) {
+  std::string head;
+  for (const auto& name : header) head += html::text_element("th", "", name);
+  std::string body;
+  for (const auto& row : rows) {
+    std::string cells;
+    for (const auto& cell : row) cells += html::element("td", cell.numeric ? " class=\"num\"" : "", cell.html);
+    body += html::element("tr", "", cells);
+  }
+  return html::element(
+      "div", " class=\"table-wrap\"",
+      html::element("table", css_class.empty() ? "" : html::attr("class", css_class),
+                    html::element("thead", "", html::element("tr", "", head)) + html::element("tbody", "", body)));
+}
+
+std::string note(std::string_view text) { return html::text_element("p", " class=\"note\"", text); }
+
+std::string not_recorded(std::string_view file, std::string_view what) {
+  return html::element("p", " class=\"note missing\"",
+                       html::text_element("code", "", file) + " not recorded: " + html::escape(what));
+}
+
+std::string figure(const std::string& svg, const std::string& caption_html, const std::string& css_class) {
+  return html::element("figure", css_class.empty() ? "" : html::attr("class", css_class),
+                       svg + (caption_html.empty() ? "" : html::element("figcaption", "", caption_html)));
+}
+
+std::string details(std::string_view summary, const std::string& content_html) {
+  return html::element("details", "", html::text_element("summary", "", summary) + content_html);
+}
+
+std::string section(std::string_view id, std::string_view title, const std::string& content_html) {
+  return html::element("section", html::attr("id", id), html::text_element("h2", "", title) + content_html);
+}
+
+std::string id_part(std::string_view text, size_t index) {
+  std::string out;
+  for (const char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return (out.empty() ? "s" : out) + "-" + std::to_string(index);
+}
+
+}  // namespace copytask::report
