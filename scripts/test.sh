@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Headless Chromium and Selenium for the browser test of the HTML report.
-scripts/setup.sh chromium chromium-driver python3-selenium python3-pil
+scripts/setup.sh chromium chromium-driver python3-selenium python3-pil python3-torch parallel
 scripts/build.sh
 cd build
 ctest --output-on-failure --timeout 600

@@ -31,10 +31,12 @@ int main(int argc, char** argv) {
   copytask::BenchCommandOptions bench_options;
   copytask::EvalCommandOptions eval_options;
   copytask::PredictCommandOptions predict_options;
+  copytask::ReportCommandOptions report_options;
   CLI::App* train = copytask::train_command_add(app, train_options);
   CLI::App* compare = copytask::compare_command_add(app, compare_options);
   CLI::App* eval = copytask::eval_command_add(app, eval_options);
   CLI::App* predict = copytask::predict_command_add(app, predict_options);
+  CLI::App* report = copytask::report_command_add(app, report_options);
   CLI::App* bench = copytask::bench_command_add(app, bench_options);
 
   // CLI11 reports a mistyped command only as "a subcommand is required": say which.
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   if (compare->parsed()) return copytask::study_command_run("compare", compare_options, command_line);
   if (eval->parsed()) return copytask::eval_command_run(eval_options);
   if (predict->parsed()) return copytask::predict_command_run(predict_options);
+  if (report->parsed()) return copytask::report_command_run(report_options);
   if (bench->parsed()) return copytask::bench_command_run(bench_options);
   return copytask::kExitBadInput;
 }

@@ -9,6 +9,7 @@ struct StudyCommandOptions;
 struct BenchCommandOptions;
 struct EvalCommandOptions;
 struct PredictCommandOptions;
+struct ReportCommandOptions;
 
 CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options);
 CLI::App* compare_command_add(CLI::App& app, StudyCommandOptions& options);
@@ -18,5 +19,7 @@ CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options);
 int eval_command_run(const EvalCommandOptions& options);
 CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options);
 int predict_command_run(const PredictCommandOptions& options);
+CLI::App* report_command_add(CLI::App& app, ReportCommandOptions& options);
+int report_command_run(const ReportCommandOptions& options);
 
 }  // namespace copytask

@@ -66,6 +66,8 @@ int eval_command_run(const EvalCommandOptions& options) {
     config = config_with_overrides(study.base, dotted, "eval");
     config_validate(config);
     device = device_resolve(config.train.device);
+    if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
+      throw ConfigError("--json " + options.json_file + ": its folder does not exist");
     members = saved_members(study);
     if (members.empty())
       throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");

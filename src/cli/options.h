@@ -45,6 +45,11 @@ struct PredictCommandOptions {
   std::string input;                    // content tokens, e.g. "7 1 8 2"
 };
 
+struct ReportCommandOptions {
+  std::string study_dir;                // the study folder
+  std::string out_file;                 // --out FILE ("" = DIR/report.html)
+};
+
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
 

@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "report/files.h"
+#include "report/html_report.h"
 #include "report/results.h"
 #include "study/member_files.h"
 #include "study/study.h"
@@ -92,6 +93,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
   json_write_atomic((dir / "attention.json").string(), attention);
   json_write_atomic((dir / "positional.json").string(), positional);
   file_write_atomic((dir / "metrics.jsonl").string(), metrics);
+  report_html_write(study_dir, (dir / "report.html").string());
   return results;
 }
 

@@ -406,6 +406,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           result["positional"] = scheme.config.model.positional;
           result["causal"] = scheme.config.model.causal;
           result["overrides"] = scheme.overrides;
+          result["model"] = config_to_json(scheme.config)["model"];  // what a reader needs to rebuild it
           result["device"] = options.device.str();
           result["threads"] = options.threads;
           result["finished"] = utc_now_iso8601();

@@ -11,14 +11,12 @@ Screenshots go to $COPYTASK_SCREENSHOT_DIR when it is set.
 Needs Debian's chromium, chromium-driver, python3-selenium and python3-pil
 (scripts/test.sh installs them).
 
-Usage: report_browser_test.py --copytask BUILD/copytask --report-writer BUILD/tests/copytask_report_write
+Usage: report_browser_test.py --copytask BUILD/copytask
 """
 import argparse
 import io
 import json
-import math
 import os
-import random
 import shutil
 import subprocess
 import sys
@@ -74,96 +72,6 @@ def run_study(copytask, workdir):
         fail("copytask compare exited with %d:\n%s" % (result.returncode, result.stdout[-3000:]))
     print("study: %.1f s" % (time.time() - started))
     return study
-
-
-# ---- A stand-in positional.json ------------------------------------------------------------------
-# Used only when the copytask under test does not write positional.json yet, so the
-# positional charts are still rendered and checked; the formulas follow DESIGN.md section 2.
-
-def _pca2(vectors):
-    """Top-2 PCA of the rows: (scores Tx2, ratios [a, b], mean, axes 2xD), pure Python."""
-    t, d = len(vectors), len(vectors[0])
-    mean = [sum(v[k] for v in vectors) / t for k in range(d)]
-    xc = [[v[k] - mean[k] for k in range(d)] for v in vectors]
-    gram = [[sum(a * b for a, b in zip(xi, xj)) for xj in xc] for xi in xc]
-    total = sum(gram[i][i] for i in range(t)) or 1.0
-    axes, ratios, found = [], [], []
-    for _ in range(2):
-        u = [1.0 + 0.01 * i for i in range(t)]
-        for _ in range(200):  # power iteration with deflation of what was found
-            w = [sum(gram[i][j] * u[j] for j in range(t)) for i in range(t)]
-            for lam, f in found:
-                dot = sum(a * b for a, b in zip(f, u))
-                w = [wi - lam * dot * fi for wi, fi in zip(w, f)]
-            norm = math.sqrt(sum(x * x for x in w)) or 1.0
-            u = [x / norm for x in w]
-        lam = sum(u[i] * sum(gram[i][j] * u[j] for j in range(t)) for i in range(t))
-        found.append((lam, u))
-        ratios.append(lam / total)
-        axis = [sum(xc[i][k] * u[i] for i in range(t)) / math.sqrt(max(lam, 1e-12)) for k in range(d)]
-        axes.append(axis)
-    project = lambda v: [sum((v[k] - mean[k]) * a[k] for k in range(d)) for a in axes]
-    return [project(v) for v in vectors], ratios, project
-
-
-def _similarities(vectors):
-    dot = [[sum(a * b for a, b in zip(u, v)) for v in vectors] for u in vectors]
-    norms = [math.sqrt(dot[i][i]) or 1.0 for i in range(len(vectors))]
-    cosine = [[dot[i][j] / (norms[i] * norms[j]) for j in range(len(vectors))] for i in range(len(vectors))]
-    return dot, cosine
-
-
-def synthetic_positional(config, results, steps):
-    t, d, h = config["task"]["context"], config["model"]["embed"], config["model"]["heads"]
-    out = {"context": t, "schemes": {}}
-    for name, scheme in results["schemes"].items():
-        kind = scheme["positional"]
-        runs = []
-        for run in scheme["runs"]:
-            seed = run["seed"]
-            entry = {"seed": seed}
-            if kind in ("sinusoidal", "learned"):
-                rng = random.Random(seed)
-                table = [[(math.sin if k % 2 == 0 else math.cos)(p / 10000 ** ((k - k % 2) / d)) for k in range(d)]
-                         for p in range(t)]
-                if kind == "learned":
-                    table = [[x + rng.gauss(0, 0.3) for x in row] for row in table]
-                dot, cosine = _similarities(table)
-                points, ratios, project = _pca2(table)
-                entry["vectors"] = {"dot": dot, "cosine": cosine,
-                                    "pca": {"points": points, "explained_variance_ratio": ratios}}
-                if kind == "learned":
-                    start = [[rng.gauss(0, 1) for _ in range(d)] for _ in range(t)]
-                    entry["path"] = [{"step": s, "points": [project([a + (b - a) * f for a, b in zip(u, v)])
-                                                            for u, v in zip(start, table)]}
-                                     for s, f in ((s, s / max(steps)) for s in [0] + steps)]
-            elif kind == "rope":
-                dh = d // h
-                dist = list(range(-(t - 1), t))
-                score = [sum(math.cos(x * 10000 ** (-2 * i / dh)) for i in range(dh // 2)) / (dh // 2) for x in dist]
-                entry["relative_kernel"] = {"distance": dist, "score": score, "head_dim": dh}
-            elif kind == "alibi":
-                slopes = [2 ** (-8 * (k + 1) / h) for k in range(h)]
-                entry["slopes"] = slopes
-                entry["bias"] = [[[-s * abs(i - j) for j in range(t)] for i in range(t)] for s in slopes]
-            runs.append(entry)
-        out["schemes"][name] = {"positional": kind, "causal": scheme["causal"], "runs": runs}
-    return out
-
-
-def ensure_positional(study):
-    path = os.path.join(study, "positional.json")
-    if os.path.exists(path):
-        return False
-    with open(os.path.join(study, "config.json")) as f:
-        config = json.load(f)
-    with open(os.path.join(study, "results.json")) as f:
-        results = json.load(f)
-    with open(os.path.join(study, "metrics.jsonl")) as f:
-        steps = sorted({json.loads(line)["step"] for line in f if line.strip()})
-    with open(path, "w") as f:
-        json.dump(synthetic_positional(config, results, steps), f)
-    return True
 
 
 # ---- What the page must show -----------------------------------------------------------------------
@@ -244,20 +152,21 @@ def pixel_stats(image, rects):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copytask", required=True)
-    parser.add_argument("--report-writer", required=True, help="a program taking STUDY_DIR OUT_FILE")
     args = parser.parse_args()
     browser, driver = browser_paths()
     started = time.time()
     workdir = tempfile.mkdtemp(prefix="copytask_browser_")
     try:
         study = run_study(args.copytask, workdir)
-        if ensure_positional(study):
-            print("positional.json not written by this copytask: checking the report with a stand-in one")
+        for name in ("positional.json", "report.html"):
+            if not os.path.exists(os.path.join(study, name)):
+                fail("compare wrote no %s" % name)
+        # `copytask report` collects the study again and writes the page where asked.
         report = os.path.join(workdir, "report.html")
-        result = subprocess.run([args.report_writer, study, report], stdout=subprocess.PIPE,
+        result = subprocess.run([args.copytask, "report", study, "--out", report], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, timeout=60)
-        if result.returncode != 0:
-            fail("writing the report failed (%d): %s" % (result.returncode, result.stdout))
+        if result.returncode != 0 or "report: " + report not in result.stdout:
+            fail("copytask report failed (%d): %s" % (result.returncode, result.stdout))
         image, charts, overflow = screenshot_page(report, browser, driver)
         shots = os.environ.get("COPYTASK_SCREENSHOT_DIR")
         if shots:

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A study as a Slurm job array: array task i of n trains shard i/n of the study into one
+# folder on a shared filesystem; a last job, started when the array has ended, collects
+# the shards into results.json and report.html. A requeued or rerun task skips the
+# members that are complete, so a failed shard is fixed by submitting it again.
+#
+#   scripts/slurm_study.sh CONFIG OUT SHARDS [sbatch options ...]
+#   scripts/slurm_study.sh configs/reference.json runs/reference 6 --partition=cpu
+#
+# Run from the repository root after scripts/build.sh (build/copytask must exist on
+# every node, e.g. on the shared filesystem); COPYTASK=/path/to/copytask names another binary.
+#SBATCH --job-name=copytask
+#SBATCH --cpus-per-task=2
+#SBATCH --time=24:00:00
+set -euo pipefail
+
+if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then
+  # Submitting: the array, then the collection after it.
+  if [ $# -lt 3 ]; then
+    echo "usage: $0 CONFIG OUT SHARDS [sbatch options ...]" >&2
+    exit 2
+  fi
+  config=$1 out=$2 shards=$3
+  shift 3
+  binary="${COPYTASK:-$(pwd)/build/copytask}"
+  [ -x "$binary" ] || { echo "$binary is missing: run scripts/build.sh first" >&2; exit 2; }
+  # Checks the config and the folder once, before anything is queued.
+  "$binary" compare --config "$config" --print-config > /dev/null
+  array=$(sbatch --parsable --array="1-$shards" "$@" "$0" "$config" "$out" "$shards")
+  collect=$(sbatch --parsable --dependency="afterany:$array" --job-name=copytask-report "$@" \
+            --wrap "\"$binary\" report \"$out\"")
+  echo "submitted: array $array ($shards shards into $out), report $collect"
+  exit 0
+fi
+
+# One array task: shard SLURM_ARRAY_TASK_ID of n, with the CPUs Slurm gave it.
+config=$1 out=$2 shards=$3
+exec "${COPYTASK:-build/copytask}" compare --config "$config" --out "$out" --shard "$SLURM_ARRAY_TASK_ID/$shards" \
+  "train.threads=${SLURM_CPUS_PER_TASK:-0}"

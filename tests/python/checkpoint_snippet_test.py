@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""The README's Python snippet, run as a user would: it must load a member's model.pt with
+torch.load and reproduce, in plain PyTorch, the attention maps and outputs that copytask
+recorded for that member (attention.json of the member's folder).
+
+Usage: checkpoint_snippet_test.py --copytask BUILD/copytask --source REPO_ROOT
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--copytask", required=True)
+parser.add_argument("--source", required=True)
+args = parser.parse_args()
+
+readme = open(os.path.join(args.source, "README.md")).read()
+match = re.search(r"<!-- checkpoint-snippet -->\s*```python\n(.*?)```", readme, re.S)
+assert match, "README.md has no ```python block after <!-- checkpoint-snippet -->"
+snippet = match.group(1)
+assert re.search(r'^member = ".*"', snippet, re.M), "the snippet names its member folder in a line member = \"...\""
+
+study = tempfile.mkdtemp(prefix="copytask_snippet_")
+try:
+    schemes = [
+        {"name": "sinusoidal", "model.positional": "sinusoidal"},
+        {"name": "learned", "model.positional": "learned"},
+        {"name": "rope", "model.positional": "rope"},
+        {"name": "alibi-2h", "model.positional": "alibi", "model.heads": 2},
+        {"name": "alibi+causal", "model.positional": "alibi", "model.causal": True},
+    ]
+    command = [args.copytask, "compare", "task.examples=400", "model.embed=8", "model.hidden=16", "train.steps=60",
+               "train.batch_size=32", "train.eval_every=30", "train.lr=0.01", "train.seeds=[0]", "train.device=cpu",
+               "compare.schemes=" + json.dumps(schemes), "--out", study + "/s"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+
+    os.chdir(args.source)  # the snippet finds python/copytask_forward.py from the repository root
+    worst = 0.0
+    for scheme in schemes:
+        member = os.path.join(study, "s", "members", scheme["name"], "seed-0")
+        code = re.sub(r'^member = ".*"', 'member = "%s"' % member, snippet, flags=re.M)
+        scope = {}
+        exec(compile(code, "README.md snippet", "exec"), scope)
+        recorded = json.load(open(os.path.join(member, "attention.json")))
+        assert recorded["inputs"][0] == scope["tokens"][0].tolist(), "the snippet's input is the default probe"
+        probe = recorded["probes"][0]
+        assert scope["logits"].argmax(-1)[0].tolist() == probe["output"], (scheme["name"], probe["output"])
+        for layer, weights in enumerate(scope["attention"]):
+            difference = (weights[0].double() - torch.tensor(probe["attention"][layer], dtype=torch.float64)).abs().max().item()
+            worst = max(worst, difference)
+            assert difference < 1e-5, "%s layer %d: attention differs by %g" % (scheme["name"], layer, difference)
+        print("%-13s output %s, attention maxdiff %.2g" % (scheme["name"], probe["output"], worst))
+    print("the README snippet reproduces copytask's outputs and attention (maxdiff %.2g), torch %s" % (worst, torch.__version__))
+finally:
+    shutil.rmtree(study, ignore_errors=True)
