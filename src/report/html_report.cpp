@@ -63,6 +63,7 @@ th { background: var(--soft); font-weight: 600; font-size: 12.5px; color: #38414
 td.num { text-align: right; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 table.matrix td, table.matrix th { padding: 1px 6px; font-size: 12px; }
+table.run td, table.shards td { white-space: normal; overflow-wrap: anywhere; max-width: 820px; }
 .na { color: #9aa3ad; }
 .table-title { margin: 10px 0 0; font-weight: 600; font-size: 13px; }
 details { margin: 6px 0 14px; }

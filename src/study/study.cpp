@@ -415,8 +415,9 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           info.members_trained.push_back(batch[m].name());
         }
         json_write_atomic(info_path.string(), run_info_json(info));
-        // The study's files follow every batch, so a later failure keeps what finished.
-        study_collect(study_dir);
+        // The study's files follow every batch (but the last: collected once the run is
+        // recorded as finished), so a later failure keeps what finished.
+        if (b + 1 < batches.size()) study_collect(study_dir);
       }
     }
   } catch (const Interrupted&) {
@@ -431,11 +432,11 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
     json_write_atomic(info_path.string(), run_info_json(info));
     throw;
   }
-  nlohmann::json results = study_collect(study_dir);
+  // Finished before the last collection, so the report shows how the run ended.
   info.status = "ok";
   info.ended = utc_now_iso8601();
   json_write_atomic(info_path.string(), run_info_json(info));
-  return results;
+  return study_collect(study_dir);
 }
 
 }  // namespace copytask
