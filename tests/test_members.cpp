@@ -77,5 +77,28 @@ TEST(Members, FullBatchMembersMatchLoneRunsToo) {
   }
 }
 
+// A CPU full-batch step runs in chunks of examples: chunked, the step must be the same
+// step (the same dropout masks per example, the loss weighted to the full-batch mean),
+// only summed in another order.
+TEST(Members, ChunkedFullBatchStepEqualsTheWholeBatchStep) {
+  const TrainData data = task_data(400);  // 360 train examples: chunks of 64 leave a tail of 40
+  TrainConfig train;
+  train.batch_size = 0;
+  train.lr = 3e-3;
+  const std::vector<MemberSpec> members = {{"rope", 1, "rope", true}, {"learned", 2, "learned", false}};
+  auto losses = [&](int64_t chunk) {
+    Encoder model(test::small_shape(0.1), members, torch::kCPU);
+    TrainingStep step(model, data, train, chunk);
+    std::vector<torch::Tensor> out;
+    for (int i = 0; i < 6; ++i) out.push_back(step.run());
+    out.push_back(model->parameters()[0].detach().clone());  // where the steps led
+    return out;
+  };
+  const auto whole = losses(1 << 20), chunked = losses(64);
+  for (size_t i = 0; i < whole.size(); ++i)
+    EXPECT_LT(test::max_abs_diff(whole[i], chunked[i]), 2e-5) << "step " << i + 1;
+  EXPECT_GT(test::max_abs_diff(whole[0], whole[5]), 1e-3) << "the loss moved: the steps really trained";
+}
+
 }  // namespace
 }  // namespace copytask

@@ -15,14 +15,22 @@ EncoderShape encoder_shape_of(const Config& c) {
                       c.model.blocks,    c.model.hidden,  c.model.dropout};
 }
 
+DropoutMasks DropoutMasks::chunk(int64_t start, int64_t count) const {
+  DropoutMasks part(buffer_, batch_);
+  part.start_ = start;
+  part.count_ = count;
+  return part;
+}
+
 torch::Tensor DropoutMasks::take(const std::vector<int64_t>& shape) {
+  // The site's masks for the whole batch, then this chunk's examples.
+  std::vector<int64_t> whole_shape{buffer_.size(0), batch_};
+  whole_shape.insert(whole_shape.end(), shape.begin() + 1, shape.end());
   int64_t count = 1;
-  for (int64_t size : shape) count *= size;
-  std::vector<int64_t> view_shape{buffer_.size(0)};
-  view_shape.insert(view_shape.end(), shape.begin(), shape.end());
-  auto mask = buffer_.narrow(1, offset_, count).view(view_shape);  // (M, shape...)
+  for (size_t i = 1; i < whole_shape.size(); ++i) count *= whole_shape[i];
+  auto whole = buffer_.narrow(1, offset_, count).view(whole_shape);  // (M, B, shape[1:]...)
   offset_ += count;
-  return mask;
+  return count_ == batch_ ? whole : whole.narrow(1, start_, count_);  // (M, shape...)
 }
 
 AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : heads(heads_) {
@@ -197,7 +205,7 @@ DropoutMasks EncoderImpl::dropout_masks(int64_t batch) {
     for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
     buffer.mul_(1.0 / keep);
   }
-  return DropoutMasks(std::move(buffer));
+  return DropoutMasks(std::move(buffer), batch);
 }
 
 torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets) {

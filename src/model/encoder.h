@@ -38,16 +38,24 @@ EncoderShape encoder_shape_of(const Config& config);
 
 // Each member's dropout masks for one step, drawn from that member's own generator, so a
 // member's randomness never depends on the members beside it. One buffer (M, S) holds
-// every site's mask (0 or 1/(1-p)); the forward pass takes the sites in order.
+// every site's mask (0 or 1/(1-p)) for the step's whole batch of B examples; the forward
+// pass takes the sites in order. A chunk of the batch (a CPU full-batch step runs in
+// chunks) takes the same masks its examples have in the whole batch, so chunking never
+// changes which examples are dropped.
 class DropoutMasks {
  public:
-  explicit DropoutMasks(torch::Tensor buffer) : buffer_(std::move(buffer)) {}
-  // The next site's mask, viewed as (M, shape...).
+  DropoutMasks(torch::Tensor buffer, int64_t batch)
+      : buffer_(std::move(buffer)), batch_(batch), count_(batch) {}
+  // The masks of examples start .. start+count-1, to take site by site from the first.
+  DropoutMasks chunk(int64_t start, int64_t count) const;
+  // The next site's mask for this chunk's examples: shape = (examples, ...) -> (M, shape...).
   torch::Tensor take(const std::vector<int64_t>& shape);
   bool used_up() const { return offset_ == buffer_.size(1); }
 
  private:
   torch::Tensor buffer_;  // (M, S)
+  int64_t batch_;         // B: the examples the buffer holds masks for
+  int64_t start_ = 0, count_;
   int64_t offset_ = 0;
 };
 

@@ -1,7 +1,9 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "compat/torch_compat.h"
 #include "train/batcher.h"
@@ -33,14 +35,15 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   return data;
 }
 
-TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train)
+TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train, int64_t cpu_chunk_examples)
     : model_(model),
       data_(data),
       optimizer_(model->parameters(), torch::optim::AdamOptions(train.lr)),
       members_(model->member_count()),
       positions_(data.train_inputs.size(1)),
       full_batch_(train.batch_size == 0),
-      batch_size_(full_batch_ ? data.train_inputs.size(0) : train.batch_size) {
+      batch_size_(full_batch_ ? data.train_inputs.size(0) : train.batch_size),
+      cpu_chunk_examples_(std::max<int64_t>(1, cpu_chunk_examples)) {
   std::vector<uint64_t> batch_seeds;
   for (const auto& member : model->members()) batch_seeds.push_back(stream_seed(member.seed, 3));
   batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, batch_seeds);
@@ -62,15 +65,29 @@ torch::Tensor TrainingStep::run() {
     targets = data_.train_targets.index_select(0, rows).view({M, B, T});                       // (M, B, T)
   }
   model_->train();
+  optimizer_.zero_grad();
+  // This step's dropout masks, for the whole batch: chunks take their examples' share.
   std::optional<DropoutMasks> masks;
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B));
-  auto logits = model_->forward(inputs, masks ? &*masks : nullptr);  // (M, B, T, V)
-  auto member_loss = member_losses(logits, targets);                 // (M)
-  optimizer_.zero_grad();
-  // The sum of the members' mean losses: each member gets exactly its own gradient.
-  member_loss.sum().backward();
+  // On the CPU a full batch goes through in chunks of kCpuChunkExamples examples per
+  // member, whose activations stay in the caches; gradients accumulate, and the loss
+  // weights make their sum the full-batch mean. The chunk does not depend on M, so a
+  // member trains the same alone or beside others.
+  const int64_t chunk = (full_batch_ && model_->device().is_cpu()) ? cpu_chunk_examples_ : B;
+  torch::Tensor member_loss = torch::zeros({M}, torch::TensorOptions().device(model_->device()));  // (M)
+  for (int64_t start = 0; start < B; start += chunk) {
+    const int64_t n = std::min(chunk, B - start);
+    std::optional<DropoutMasks> chunk_masks;
+    if (masks) chunk_masks.emplace(masks->chunk(start, n));
+    auto logits = model_->forward(inputs.narrow(1, start, n), chunk_masks ? &*chunk_masks : nullptr);  // (M, n, T, V)
+    // Each member's mean loss over the chunk, weighted by the chunk's share of the batch.
+    auto chunk_loss = member_losses(logits, targets.narrow(1, start, n)) * (static_cast<double>(n) / B);  // (M)
+    // The sum over members: each member gets exactly its own gradient.
+    chunk_loss.sum().backward();
+    member_loss += chunk_loss.detach();
+  }
   optimizer_.step();
-  return member_loss.detach();
+  return member_loss;
 }
 
 TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
