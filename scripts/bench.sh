@@ -27,13 +27,20 @@ build/copytask bench --compare --config configs/quick.json --warmup 3 --steps "$
 "$python" scripts/baseline_pytorch.py --members 18 --positional mixed --batch-size 128 --lr 0.002 \
   --warmup 3 --steps "$steps" --json "$out/baseline_quick.json"
 
+echo "== case 3: the reference study, full batch, 30 members (6 schemes x 5 seeds); fewer steps, each is long"
+build/copytask bench --compare --config configs/reference.json --warmup 1 --steps "${STUDY_STEPS:-3}" \
+  --json "$out/copytask_study.json"
+"$python" scripts/baseline_pytorch.py --members 30 --positional mixed --batch-size 0 --lr 3e-4 \
+  --warmup 1 --steps "${STUDY_STEPS:-3}" --json "$out/baseline_study.json"
+
 "$python" - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 def load(name):
     with open(os.path.join(out, name)) as f:
         return json.load(f)
-rows = [("reference, full batch, 1 member", "reference"), ("quick, batch 128, 18 members", "quick")]
+rows = [("reference, full batch, 1 member", "reference"), ("quick, batch 128, 18 members", "quick"),
+        ("reference study, full batch, 30", "study")]
 print()
 print(f"{'case':34} {'copytask':>16} {'pytorch eager':>16} {'ratio':>7}   {'copytask RSS':>12} {'baseline RSS':>12}")
 for label, key in rows:
