@@ -18,6 +18,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,13 @@ def browser_paths():
         import PIL  # noqa: F401
     except ImportError as error:
         fail("%s; install python3-selenium and python3-pil (scripts/setup.sh does)" % error)
+    # Selenium and chromedriver talk over http://localhost: a machine without the usual
+    # /etc/hosts entry (a bare debootstrap chroot) cannot run them.
+    try:
+        socket.getaddrinfo("localhost", None)
+    except socket.gaierror:
+        fail("the name localhost does not resolve on this machine (no /etc/hosts entry?); "
+             "Selenium needs it to reach chromedriver: add '127.0.0.1 localhost' to /etc/hosts")
     return browser, driver
 
 
