@@ -42,10 +42,13 @@ int bench_command_run(const BenchCommandOptions& options) {
   const auto batches = study_batches(study_members(schemes));
   const Config& batch_config = batches.front().front().scheme->config;
   const std::vector<MemberSpec> members = study_batch_specs(batches.front());
+  // The batch's schemes, once each: members come scheme by scheme.
   std::string names;
-  for (const auto& member : batches.front())
-    if (names.empty() || names.rfind(member.scheme->name) != names.size() - member.scheme->name.size())
-      names += (names.empty() ? "" : ", ") + member.scheme->name;
+  const StudyScheme* previous = nullptr;
+  for (const auto& member : batches.front()) {
+    if (member.scheme != previous) names += (names.empty() ? "" : ", ") + member.scheme->name;
+    previous = member.scheme;
+  }
   spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);
   try {
