@@ -110,25 +110,18 @@ int eval_command_run(const EvalCommandOptions& options) {
     std::string check;
     if (same_data) {
       const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.scheme->name, s.member.seed));
-      const bool same = recorded.test_exact == s.test.exact && recorded.train_exact == s.train.exact &&
-                        recorded.test_token == s.test.token && recorded.train_token == s.train.token &&
-                        recorded.final_loss == s.train.loss && recorded.test_loss == s.test.loss;
+      const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
+      const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
+                        recorded.test_token == now.test_token && recorded.train_token == now.train_token &&
+                        recorded.final_loss == now.final_loss && recorded.test_loss == now.test_loss &&
+                        by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
       check = same ? "identical" : fmt::format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact,
                                                recorded.final_loss);
       differing += same ? 0 : 1;
     }
     std::printf("%-28s %10.4f %10.4f %11.4f %11.4f  %s\n", s.member.name().c_str(), s.test.exact, s.test.token,
                 s.train.exact, s.train.token, check.c_str());
-    RunRecord run;
-    run.seed = s.member.seed;
-    run.test_exact = s.test.exact;
-    run.test_token = s.test.token;
-    run.train_exact = s.train.exact;
-    run.train_token = s.train.token;
-    run.final_loss = s.train.loss;
-    run.test_loss = s.test.loss;
-    run.test_exact_by_length = s.test.exact_by_length;
-    by_scheme[s.member.scheme->name].push_back(run);
+    by_scheme[s.member.scheme->name].push_back(run_record_of(s.member.seed, s.train, s.test));
     nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.scheme->name}, {"seed", s.member.seed},
                             {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
                             {"train_exact", s.train.exact}, {"train_token", s.train.token}, {"train_loss", s.train.loss},

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "report/stats.h"
+#include "train/evaluate.h"
 
 namespace copytask {
 
@@ -26,6 +27,19 @@ nlohmann::json run_record_json(const RunRecord& r) {
           {"seconds", r.seconds},
           {"batch_members", r.batch_members},
           {"test_exact_by_length", by_length_json(r.test_exact_by_length)}};
+}
+
+RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScores& test) {
+  RunRecord run;
+  run.seed = seed;
+  run.test_exact = test.exact;
+  run.test_token = test.token;
+  run.train_exact = train.exact;
+  run.train_token = train.token;
+  run.final_loss = train.loss;  // eval-mode loss on the whole train split
+  run.test_loss = test.loss;
+  run.test_exact_by_length = test.exact_by_length;
+  return run;
 }
 
 RunRecord run_record_from_json(const nlohmann::json& j) {

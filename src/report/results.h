@@ -20,6 +20,12 @@ struct RunRecord {
   std::vector<double> test_exact_by_length;  // index k = content length; -1 = no such example
 };
 
+struct SplitScores;  // train/evaluate.h
+
+// A member's record from its evaluation on the train and test splits (steps, seconds and
+// batch_members left at their defaults for the caller).
+RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScores& test);
+
 // {"1": 1.0, "2": 0.98, ...}: exact match by content length, lengths without examples left out.
 nlohmann::json by_length_json(const std::vector<double>& by_length);
 

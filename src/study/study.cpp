@@ -389,18 +389,10 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           json_write_atomic((dir / "positional.json").string(),
                             positional_member_json(specs[m].positional, specs[m].seed, config.task.context,
                                                    config.model.embed, config.model.heads, learned_table, learned_path[m]));
-          RunRecord run;
-          run.seed = specs[m].seed;
-          run.test_exact = outcome.final.test[m].exact;
-          run.test_token = outcome.final.test[m].token;
-          run.train_exact = outcome.final.train[m].exact;
-          run.train_token = outcome.final.train[m].token;
-          run.final_loss = outcome.final.train[m].loss;
-          run.test_loss = outcome.final.test[m].loss;
+          RunRecord run = run_record_of(specs[m].seed, outcome.final.train[m], outcome.final.test[m]);
           run.steps = outcome.steps;
           run.seconds = outcome.seconds;
           run.batch_members = M;
-          run.test_exact_by_length = outcome.final.test[m].exact_by_length;
           nlohmann::json result = run_record_json(run);
           result["scheme"] = scheme.name;
           result["positional"] = scheme.config.model.positional;
