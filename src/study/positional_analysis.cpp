@@ -8,9 +8,6 @@
 #include "model/positional.h"
 
 namespace copytask {
-namespace {
-
-// A (R, C) tensor as nested lists, rounded to 6 decimals (the JSON stays small and diffable).
 nlohmann::json matrix_json(const torch::Tensor& matrix) {
   auto m = matrix.to(torch::kFloat64).contiguous();
   auto a = m.accessor<double, 2>();
@@ -22,8 +19,6 @@ nlohmann::json matrix_json(const torch::Tensor& matrix) {
   }
   return rows;
 }
-
-}  // namespace
 
 PositionPca position_pca(const torch::Tensor& vectors) {
   auto x = vectors.to(torch::kFloat64);                       // (T, D)

@@ -17,6 +17,10 @@
 
 namespace copytask {
 
+// A (R, C) tensor as nested JSON lists, rounded to 6 decimals (the files stay small and
+// diffable); attention.json's maps use it too.
+nlohmann::json matrix_json(const torch::Tensor& matrix);
+
 // The PCA of position vectors: the mean (D) and the first two principal axes (D, 2), each
 // axis signed so that its largest component is positive (a fixed orientation).
 struct PositionPca {

@@ -82,19 +82,9 @@ nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, c
   for (int64_t p = 0; p < outputs.size(1); ++p) {
     nlohmann::json per_layer = nlohmann::json::array();
     for (const auto& layer : layers) {
-      auto maps = layer[member][p].to(torch::kFloat64).contiguous();  // (H, T, T)
-      const int64_t H = maps.size(0), T = maps.size(1);
-      auto a = maps.accessor<double, 3>();
+      const torch::Tensor maps = layer[member][p];  // (H, T, T)
       nlohmann::json heads = nlohmann::json::array();
-      for (int64_t h = 0; h < H; ++h) {
-        nlohmann::json rows = nlohmann::json::array();
-        for (int64_t i = 0; i < T; ++i) {
-          nlohmann::json row = nlohmann::json::array();
-          for (int64_t j = 0; j < T; ++j) row.push_back(std::round(a[h][i][j] * 1e6) / 1e6);
-          rows.push_back(row);
-        }
-        heads.push_back(rows);
-      }
+      for (int64_t h = 0; h < maps.size(0); ++h) heads.push_back(matrix_json(maps[h]));
       per_layer.push_back(heads);
     }
     auto out = outputs[member][p].contiguous();
