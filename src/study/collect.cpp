@@ -12,19 +12,6 @@
 namespace copytask {
 namespace fs = std::filesystem;
 
-namespace {
-
-nlohmann::json json_read(const fs::path& path) {
-  try {
-    return nlohmann::json::parse(file_read(path.string()));
-  } catch (const nlohmann::json::parse_error& error) {
-    throw std::runtime_error(path.string() + " is not valid JSON (" + error.what() +
-                             "); delete that member's folder and rerun the study to train it again");
-  }
-}
-
-}  // namespace
-
 nlohmann::json study_collect(const std::string& study_dir) {
   const fs::path dir(study_dir);
   if (!fs::exists(dir / "study.json"))
@@ -65,7 +52,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
                                  "); delete that member's folder and rerun the study to train it again");
       }
       seeds.push_back(seed);
-      const nlohmann::json member_attention = json_read(member / "attention.json");
+      const nlohmann::json member_attention = member_json_read(study_dir, scheme.name, seed, "attention.json");
       if (attention["inputs"].empty()) attention["inputs"] = member_attention.at("inputs");
       const auto& member_probes = member_attention.at("probes");
       for (size_t p = 0; p < member_probes.size(); ++p) {
@@ -73,7 +60,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
         probes[p]["attention"].push_back(member_probes[p].at("attention"));
         probes[p]["output"].push_back(member_probes[p].at("output"));
       }
-      positional_runs.push_back(json_read(member / "positional.json"));
+      positional_runs.push_back(member_json_read(study_dir, scheme.name, seed, "positional.json"));
       if (fs::exists(member / "metrics.jsonl")) metrics += file_read((member / "metrics.jsonl").string());
     }
     if (runs.empty()) continue;

@@ -22,12 +22,14 @@ bool member_complete(const std::string& study_dir, const std::string& scheme, in
   }
 }
 
-nlohmann::json member_result_read(const std::string& study_dir, const std::string& scheme, int64_t seed) {
-  const std::string path = (fs::path(member_dir(study_dir, scheme, seed)) / "result.json").string();
+nlohmann::json member_json_read(const std::string& study_dir, const std::string& scheme, int64_t seed,
+                                const std::string& file) {
+  const std::string path = (fs::path(member_dir(study_dir, scheme, seed)) / file).string();
   try {
     return nlohmann::json::parse(file_read(path));
   } catch (const nlohmann::json::parse_error& error) {
-    throw std::runtime_error(path + " is not valid JSON (" + error.what() + "); delete that member's folder and rerun the study to train it again");
+    throw std::runtime_error(path + " is not valid JSON (" + error.what() +
+                             "); delete that member's folder and rerun the study to train it again");
   }
 }
 

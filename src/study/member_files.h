@@ -17,7 +17,12 @@ std::string member_dir(const std::string& study_dir, const std::string& scheme, 
 // True when the member's result.json exists and is valid JSON (a half-trained member has none).
 bool member_complete(const std::string& study_dir, const std::string& scheme, int64_t seed);
 
-// The member's result.json; throws std::runtime_error naming the file.
-nlohmann::json member_result_read(const std::string& study_dir, const std::string& scheme, int64_t seed);
+// One of the member's JSON files ("result.json", "attention.json", ...); throws
+// std::runtime_error naming the file when it is unreadable or not JSON.
+nlohmann::json member_json_read(const std::string& study_dir, const std::string& scheme, int64_t seed,
+                                const std::string& file);
+inline nlohmann::json member_result_read(const std::string& study_dir, const std::string& scheme, int64_t seed) {
+  return member_json_read(study_dir, scheme, seed, "result.json");
+}
 
 }  // namespace copytask
