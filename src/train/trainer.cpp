@@ -74,17 +74,19 @@ torch::Tensor TrainingStep::run() {
   // weights make their sum the full-batch mean. The chunk does not depend on M, so a
   // member trains the same alone or beside others.
   const int64_t chunk = (full_batch_ && model_->device().is_cpu()) ? cpu_chunk_examples_ : B;
-  torch::Tensor member_loss = torch::zeros({M}, torch::TensorOptions().device(model_->device()));  // (M)
+  torch::Tensor member_loss;  // (M)
   for (int64_t start = 0; start < B; start += chunk) {
     const int64_t n = std::min(chunk, B - start);
     std::optional<DropoutMasks> chunk_masks;
     if (masks) chunk_masks.emplace(masks->chunk(start, n));
     auto logits = model_->forward(inputs.narrow(1, start, n), chunk_masks ? &*chunk_masks : nullptr);  // (M, n, T, V)
-    // Each member's mean loss over the chunk, weighted by the chunk's share of the batch.
-    auto chunk_loss = member_losses(logits, targets.narrow(1, start, n)) * (static_cast<double>(n) / B);  // (M)
+    // Each member's mean loss over the chunk, weighted by the chunk's share of the batch
+    // (a batch in one piece, every minibatch step, needs no weight).
+    auto chunk_loss = member_losses(logits, targets.narrow(1, start, n));  // (M)
+    if (n != B) chunk_loss = chunk_loss * (static_cast<double>(n) / B);
     // The sum over members: each member gets exactly its own gradient.
     chunk_loss.sum().backward();
-    member_loss += chunk_loss.detach();
+    member_loss = member_loss.defined() ? member_loss + chunk_loss.detach() : chunk_loss.detach();
   }
   optimizer_.step();
   return member_loss;
