@@ -93,6 +93,29 @@ TEST(Dropout, MasksOfAMemberDoNotDependOnItsNeighbours) {
   }
 }
 
+// The CPU masks are a counter-based stream: any range drawn on its own equals the same
+// range of the whole buffer, and each step draws new masks.
+TEST(Dropout, AnyRangeOfTheStreamEqualsTheBuffer) {
+  Encoder model(test::small_shape(0.25), every_scheme(false), torch::kCPU);
+  const int64_t M = model->member_count(), B = 37, S = model->dropout_elements(B);
+  const DropoutMasks first = model->dropout_masks(B), second = model->dropout_masks(B);
+  ASSERT_NE(first.stream(), nullptr);
+  DropoutMasks whole = first;
+  auto buffer = whole.take({B, S / B}).reshape({M, S});  // the whole row as one site: (M, S)
+  ASSERT_EQ(buffer.size(1), S);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t start : {int64_t{0}, int64_t{1}, int64_t{6}, S / 2 + 3, S - 5}) {
+      std::vector<float> part(5);
+      first.stream()->fill(m, start, 5, part.data());
+      for (int64_t e = 0; e < 5; ++e) EXPECT_EQ(part[e], buffer[m][start + e].item<float>()) << m << " " << start + e;
+    }
+  DropoutMasks next = second;
+  auto next_buffer = next.take({B, S / B}).reshape({M, S});
+  const double changed = (buffer != next_buffer).to(torch::kFloat64).mean().item<double>();
+  EXPECT_NEAR(changed, 2 * 0.25 * 0.75, 0.02) << "independent masks differ where exactly one drops";
+  EXPECT_NEAR((buffer == 0).to(torch::kFloat64).mean().item<double>(), 0.25, 0.01);
+}
+
 TEST(Dropout, EvalModeIsDeterministicAndTrainingMasksChangeOutputs) {
   Encoder model(test::small_shape(0.2), every_scheme(false), torch::kCPU);
   auto tokens = test::random_tokens(model->member_count(), 3, model->shape(), 6);

@@ -16,13 +16,14 @@ EncoderShape encoder_shape_of(const Config& c) {
 }
 
 DropoutMasks DropoutMasks::chunk(int64_t start, int64_t count) const {
-  DropoutMasks part(buffer_, batch_);
+  DropoutMasks part(buffer_, batch_, stream_);
   part.start_ = start;
   part.count_ = count;
   return part;
 }
 
 torch::Tensor DropoutMasks::take(const std::vector<int64_t>& shape) {
+  TORCH_CHECK(buffer_.defined(), "DropoutMasks: drawn without a buffer (dropout_masks(batch, false))");
   // The site's masks for the whole batch, then this chunk's examples.
   std::vector<int64_t> whole_shape{buffer_.size(0), batch_};
   whole_shape.insert(whole_shape.end(), shape.begin() + 1, shape.end());
@@ -109,7 +110,7 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
     init_member(m, init_generator);
     const uint64_t dropout_seed = stream_seed(members_[m].seed, 2);
-    if (device.is_cpu()) cpu_dropout_engines_.emplace_back(dropout_seed);
+    if (device.is_cpu()) cpu_dropout_keys_.push_back(dropout_seed);
     else dropout_generators_.push_back(generator_make(device, dropout_seed));
   }
   to(device);
@@ -170,41 +171,34 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, DropoutMasks* ma
   return head->forward(ln_f->forward(x));  // (M, B, T, V)
 }
 
-void EncoderImpl::cpu_dropout_fill(torch::Tensor& buffer) {
-  // Each 64-bit draw of the member's own engine decides four elements, 16 bits each: drop
-  // when the bits fall below threshold = round(p * 2^16). The effective rate is
-  // threshold / 2^16 (within 2^-17 of p), and kept values are scaled by its inverse, so
-  // the expectation is exact. Measured: several times cheaper than bernoulli_ with a
-  // per-member generator, which LibTorch 1.13 runs serially under the generator's lock.
-  const int64_t per_member = buffer.size(1);
-  const uint64_t threshold = static_cast<uint64_t>(std::llround(shape_.dropout * 65536.0));
-  const float kept_value = static_cast<float>(65536.0 / static_cast<double>(65536 - threshold));
-  float* data = buffer.data_ptr<float>();
-  at::parallel_for(0, member_count(), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t m = begin; m < end; ++m) {
-      std::mt19937_64& engine = cpu_dropout_engines_[m];
-      float* row = data + m * per_member;
-      for (int64_t i = 0; i < per_member; i += 4) {
-        uint64_t bits = engine();
-        for (int64_t lane = 0; lane < 4 && i + lane < per_member; ++lane, bits >>= 16)
-          row[i + lane] = (bits & 0xffff) < threshold ? 0.0f : kept_value;
-      }
-    }
-  });
-}
-
-DropoutMasks EncoderImpl::dropout_masks(int64_t batch) {
+int64_t EncoderImpl::dropout_elements(int64_t batch) const {
   const int64_t T = shape_.context, D = shape_.embed, H = shape_.heads, F = shape_.hidden;
   // Sites per block: attention weights (B,H,T,T), attention output (B,T,D), FF hidden (B,T,F), FF output (B,T,D).
-  const int64_t per_member = shape_.blocks * batch * (H * T * T + T * D + T * F + T * D);
-  auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
+  return shape_.blocks * batch * (H * T * T + T * D + T * F + T * D);
+}
+
+DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
+  const int64_t per_member = dropout_elements(batch);
   if (device_.is_cpu()) {
-    cpu_dropout_fill(buffer);
-  } else {
-    const double keep = 1.0 - shape_.dropout;
-    for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
-    buffer.mul_(1.0 / keep);
+    DropoutStream stream(cpu_dropout_keys_, cpu_dropout_steps_++, shape_.dropout);
+    if (!with_buffer) return DropoutMasks(torch::Tensor(), batch, std::move(stream));
+    auto buffer = torch::empty({member_count(), per_member});  // (M, S)
+    // Blocks of 2^16 elements of every member, drawn in parallel (the stream is counter-based).
+    constexpr int64_t kBlock = 1 << 16;
+    const int64_t blocks = (per_member + kBlock - 1) / kBlock;
+    float* data = buffer.data_ptr<float>();
+    at::parallel_for(0, member_count() * blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t m = task / blocks, first = (task % blocks) * kBlock;
+        stream.fill(m, first, std::min(kBlock, per_member - first), data + m * per_member + first);
+      }
+    });
+    return DropoutMasks(std::move(buffer), batch, std::move(stream));
   }
+  auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
+  const double keep = 1.0 - shape_.dropout;
+  for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
+  buffer.mul_(1.0 / keep);
   return DropoutMasks(std::move(buffer), batch);
 }
 

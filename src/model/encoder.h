@@ -12,7 +12,6 @@
 //
 // Shapes: M members, B batch, T positions, D embed, H heads, Dh = D / H, F FF hidden,
 // V vocab, L blocks.
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include <torch/types.h>
 
 #include "config/config.h"
+#include "model/dropout_stream.h"
 #include "model/member.h"
 #include "model/positional_hooks.h"
 #include "model/stacked.h"
@@ -36,27 +36,35 @@ struct EncoderShape {
 // The shape a config asks for (task.vocab_size, task.context, model.*).
 EncoderShape encoder_shape_of(const Config& config);
 
-// Each member's dropout masks for one step, drawn from that member's own generator, so a
+// Each member's dropout masks for one step, drawn from that member's own stream, so a
 // member's randomness never depends on the members beside it. One buffer (M, S) holds
 // every site's mask (0 or 1/(1-p)) for the step's whole batch of B examples; the forward
 // pass takes the sites in order. A chunk of the batch (a CPU full-batch step runs in
 // chunks) takes the same masks its examples have in the whole batch, so chunking never
-// changes which examples are dropped.
+// changes which examples are dropped. On the CPU the masks come from a counter-based
+// stream (model/dropout_stream.h), which a kernel can draw itself instead of the buffer.
 class DropoutMasks {
  public:
-  DropoutMasks(torch::Tensor buffer, int64_t batch)
-      : buffer_(std::move(buffer)), batch_(batch), count_(batch) {}
+  DropoutMasks(torch::Tensor buffer, int64_t batch, DropoutStream stream = {})
+      : buffer_(std::move(buffer)), batch_(batch), count_(batch), stream_(std::move(stream)) {}
   // The masks of examples start .. start+count-1, to take site by site from the first.
   DropoutMasks chunk(int64_t start, int64_t count) const;
   // The next site's mask for this chunk's examples: shape = (examples, ...) -> (M, shape...).
   torch::Tensor take(const std::vector<int64_t>& shape);
   bool used_up() const { return offset_ == buffer_.size(1); }
+  // For kernels that draw the masks themselves (model/fused_cpu.h): the CPU stream (null
+  // on other devices), the batch, and whether nothing is taken yet. The buffer, when it is
+  // filled, holds the same values: element e of member m's row is stream()->fill(m, e, 1).
+  const DropoutStream* stream() const { return stream_.step_keys.empty() ? nullptr : &stream_; }
+  int64_t batch() const { return batch_; }
+  bool whole_and_untaken() const { return start_ == 0 && count_ == batch_ && offset_ == 0; }
 
  private:
-  torch::Tensor buffer_;  // (M, S)
+  torch::Tensor buffer_;  // (M, S), or undefined when only the stream was drawn
   int64_t batch_;         // B: the examples the buffer holds masks for
   int64_t start_ = 0, count_;
   int64_t offset_ = 0;
+  DropoutStream stream_;
 };
 
 class AttentionImpl : public torch::nn::Module {
@@ -103,13 +111,18 @@ class EncoderImpl : public torch::nn::Module {
                         std::vector<torch::Tensor>* attention_out = nullptr);
 
   // Draws this step's dropout masks for a batch of `batch` examples (each member from its
-  // own generator). Call once per training step, before forward.
-  DropoutMasks dropout_masks(int64_t batch);
+  // own stream). Call once per training step, before forward. On the CPU, with_buffer =
+  // false draws only the stream (for a kernel that draws its masks itself).
+  DropoutMasks dropout_masks(int64_t batch, bool with_buffer = true);
+  // The number of elements of one step's masks per member (S) for a batch of `batch`.
+  int64_t dropout_elements(int64_t batch) const;
 
   int64_t member_count() const { return static_cast<int64_t>(members_.size()); }
   const std::vector<MemberSpec>& members() const { return members_; }
   const EncoderShape& shape() const { return shape_; }
   const torch::Device& device() const { return device_; }
+  const PositionalHooks& hooks() const { return hooks_; }
+  const torch::Tensor& score_offset() const { return score_offset_; }  // (M, 1, H, T, T) or undefined
 
   torch::Tensor tok_emb;  // (M, V, D)
   torch::Tensor pos_emb;  // (M, T, D) used by learned members only
@@ -119,7 +132,6 @@ class EncoderImpl : public torch::nn::Module {
 
  private:
   void init_member(int64_t member, at::Generator& generator);
-  void cpu_dropout_fill(torch::Tensor& buffer);  // (M, S) masks on the CPU, each member from its engine
 
   EncoderShape shape_;
   std::vector<MemberSpec> members_;
@@ -127,8 +139,10 @@ class EncoderImpl : public torch::nn::Module {
   PositionalHooks hooks_;
   torch::Tensor score_offset_;   // (M, 1, H, T, T) score bias, -inf where a causal member may not look
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
-  // Each member's dropout randomness: engines on the CPU, generators on other devices.
-  std::vector<std::mt19937_64> cpu_dropout_engines_;
+  // Each member's dropout randomness: a stream key and the step count on the CPU,
+  // generators on other devices.
+  std::vector<uint64_t> cpu_dropout_keys_;
+  uint64_t cpu_dropout_steps_ = 0;
   std::vector<at::Generator> dropout_generators_;
 };
 TORCH_MODULE(Encoder);

@@ -106,6 +106,9 @@ class Rope : public PositionalScheme {
     q = rope_rotate(q, cos_, sin_);
     k = rope_rotate(k, cos_, sin_);
   }
+  torch::Tensor pair_rotation_angles(int64_t positions, int64_t head_dim) const override {
+    return rope_angles(positions, head_dim);
+  }
 
  private:
   torch::Tensor cos_, sin_;  // (T, Dh/2)

@@ -31,6 +31,10 @@ class PositionalScheme {
   // Hook 2: rotates q and k (..., T, Dh) in place; false when the scheme does not rotate.
   virtual bool rotates_qk() const { return false; }
   virtual void rotate_qk(torch::Tensor& q, torch::Tensor& k) const {}
+  // Hook 2 as numbers, for kernels that rotate by hand (model/fused_cpu.h): when the
+  // rotation turns each pair (2i, 2i+1) of q and k at position p by an angle, those
+  // angles (T, Dh/2); undefined otherwise.
+  virtual torch::Tensor pair_rotation_angles(int64_t positions, int64_t head_dim) const { return {}; }
   // Hook 3: (H, T, T) added to the attention scores, or undefined.
   virtual torch::Tensor score_bias(int64_t heads, int64_t positions) const { return {}; }
 };

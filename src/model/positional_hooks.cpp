@@ -44,6 +44,17 @@ PositionalHooks::PositionalHooks(const std::vector<std::string>& positional, int
     rotations_.push_back(std::move(rotation));
   }
 
+  // Hook 2 as numbers: each member's pair rotation angles (zeros: no rotation).
+  pair_rotation_angles_ = torch::zeros({M, T, (D / H) / 2});  // (M, T, Dh/2)
+  rotating_members_.assign(M, false);
+  for (int64_t m = 0; m < M; ++m) {
+    if (!schemes[m]->rotates_qk()) continue;
+    rotating_members_[m] = true;
+    auto angles = schemes[m]->pair_rotation_angles(T, D / H);  // (T, Dh/2)
+    if (angles.defined()) pair_rotation_angles_[m].copy_(angles);
+    else pair_rotations_only_ = false;
+  }
+
   // Hook 3: score biases stacked per member (zeros for the others).
   std::vector<torch::Tensor> bias(M);
   bool any_bias = false;

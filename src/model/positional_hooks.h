@@ -28,6 +28,17 @@ class PositionalHooks {
   // (M, 1, H, T, T) added to the scores, or undefined when no member has a score bias.
   const torch::Tensor& score_bias() const { return score_bias_; }
 
+  // The hooks as numbers, for kernels that apply them by hand (model/fused_cpu.h):
+  // fixed tables (M, 1, T, D) or undefined; learned flags (M, 1, 1) or undefined; each
+  // member's pair rotation angles (M, T, Dh/2), zero for members that do not rotate, and
+  // which members rotate. pair_rotations_only() is false when some member's rotation is
+  // not a pair rotation (the kernel cannot apply it).
+  const torch::Tensor& fixed_additive() const { return fixed_additive_; }
+  const torch::Tensor& learned_mask() const { return learned_mask_; }
+  const torch::Tensor& pair_rotation_angles() const { return pair_rotation_angles_; }
+  const std::vector<bool>& rotating_members() const { return rotating_members_; }
+  bool pair_rotations_only() const { return pair_rotations_only_; }
+
  private:
   struct Rotation {
     std::unique_ptr<PositionalScheme> scheme;
@@ -38,6 +49,9 @@ class PositionalHooks {
   torch::Tensor learned_mask_;    // (M, 1, 1): 1 for members that add their learned table
   std::vector<Rotation> rotations_;
   torch::Tensor score_bias_;      // (M, 1, H, T, T)
+  torch::Tensor pair_rotation_angles_;  // (M, T, Dh/2) on the CPU
+  std::vector<bool> rotating_members_;
+  bool pair_rotations_only_ = true;
 };
 
 }  // namespace copytask

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "compat/torch_compat.h"
+#include "model/fused_cpu.h"
 #include "train/batcher.h"
 
 namespace copytask {
@@ -35,7 +36,7 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   return data;
 }
 
-TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train, int64_t cpu_chunk_examples)
+TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train, StepOptions options)
     : model_(model),
       data_(data),
       optimizer_(model->parameters(), torch::optim::AdamOptions(train.lr)),
@@ -43,7 +44,8 @@ TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainCon
       positions_(data.train_inputs.size(1)),
       full_batch_(train.batch_size == 0),
       batch_size_(full_batch_ ? data.train_inputs.size(0) : train.batch_size),
-      cpu_chunk_examples_(std::max<int64_t>(1, cpu_chunk_examples)) {
+      cpu_chunk_examples_(std::max<int64_t>(1, options.cpu_chunk_examples)),
+      fused_(options.fused_cpu && fused_cpu_unsupported(*model).empty()) {
   std::vector<uint64_t> batch_seeds;
   for (const auto& member : model->members()) batch_seeds.push_back(stream_seed(member.seed, 3));
   batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, batch_seeds);
@@ -65,10 +67,17 @@ torch::Tensor TrainingStep::run() {
     targets = data_.train_targets.index_select(0, rows).view({M, B, T});                       // (M, B, T)
   }
   model_->train();
-  optimizer_.zero_grad();
   // This step's dropout masks, for the whole batch: chunks take their examples' share.
   std::optional<DropoutMasks> masks;
-  if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B));
+  // (The fused step draws each example's masks from the stream itself: no buffer.)
+  if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B, /*with_buffer=*/!fused_));
+  if (fused_) {
+    // The whole batch, example by example, gradients set (not accumulated).
+    const torch::Tensor member_loss = fused_cpu_loss_backward(*model_, inputs, targets, masks ? &*masks : nullptr);
+    optimizer_.step();
+    return member_loss;
+  }
+  optimizer_.zero_grad();
   // On the CPU a full batch goes through in chunks of kCpuChunkExamples examples per
   // member, whose activations stay in the caches; gradients accumulate, and the loss
   // weights make their sum the full-batch mean. The chunk does not depend on M, so a

@@ -45,17 +45,25 @@ class MemberBatcher;
 // 5 members 1.64 -> 2.88, 30 members 0.93 -> 2.49 (and 9.2 -> 2.3 GB resident).
 inline constexpr int64_t kCpuChunkExamples = 256;
 
+// How a training step runs on the CPU. fused: the hand-written forward and backward of
+// model/fused_cpu.h (the default wherever it supports the model); otherwise LibTorch's
+// autograd, a full batch in chunks of cpu_chunk_examples examples per member.
+struct StepOptions {
+  bool fused_cpu = true;
+  int64_t cpu_chunk_examples = kCpuChunkExamples;
+};
+
 // One training step of a batch of members: the next batch (full, or each member's own
 // minibatch), this step's dropout masks, forward, the summed loss, backward, Adam. The
 // training loop repeats it; `copytask bench` times it.
 class TrainingStep {
  public:
-  TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train,
-               int64_t cpu_chunk_examples = kCpuChunkExamples);
+  TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train, StepOptions options = {});
   ~TrainingStep();
   // Runs one step; returns each member's loss (M), detached (reading it syncs a GPU).
   torch::Tensor run();
   int64_t batch_size() const { return batch_size_; }  // examples per member per step
+  bool fused() const { return fused_; }                 // runs model/fused_cpu.h's step
 
  private:
   Encoder& model_;
@@ -66,6 +74,7 @@ class TrainingStep {
   bool full_batch_;
   int64_t batch_size_;
   int64_t cpu_chunk_examples_;  // full batch on the CPU: examples per member per chunk
+  bool fused_;
   torch::Tensor full_inputs_, full_targets_;  // (M, N, T) views of the train split, full batch only
 };
 

@@ -1,0 +1,47 @@
+#pragma once
+// Dropout masks on the CPU as a counter-based stream: the mask of element e of a member's
+// step is decided by 16 bits of one SplitMix64 output, a pure function of (the member's
+// step key, e / 4). So any range of a step's masks can be drawn on its own, in parallel
+// or inside a kernel (model/fused_cpu.h), with the same values as the whole buffer, and a
+// member's masks depend on its own seed and step alone.
+//
+// An element is dropped when its 16 bits fall below threshold = round(p * 2^16); the
+// effective rate is threshold / 2^16 (within 2^-17 of p), and kept elements are scaled by
+// its inverse, so the expectation is exact.
+#include <cstdint>
+#include <vector>
+
+namespace copytask {
+
+// SplitMix64's output function (Steele, Lea and Flood 2014).
+inline uint64_t splitmix64_mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+inline constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ULL;
+
+// One step's dropout stream of every member.
+struct DropoutStream {
+  std::vector<uint64_t> step_keys;  // per member: from its dropout seed and the step number
+  uint32_t threshold = 0;           // dropped when the 16 bits < threshold
+  float kept_value = 1.0f;          // 2^16 / (2^16 - threshold)
+
+  DropoutStream() = default;
+  DropoutStream(const std::vector<uint64_t>& member_keys, uint64_t step, double rate);
+
+  // Masks of elements first .. first+count-1 of member m's step: 0 or kept_value.
+  void fill(int64_t member, int64_t first, int64_t count, float* out) const {
+    const uint64_t key = step_keys[static_cast<size_t>(member)];
+    int64_t e = first;
+    const int64_t end = first + count;
+    while (e < end) {
+      const uint64_t word = static_cast<uint64_t>(e) >> 2;
+      uint64_t bits = splitmix64_mix(key + (word + 1) * kSplitMixGamma) >> (16 * (e & 3));
+      for (int64_t lane = e & 3; lane < 4 && e < end; ++lane, ++e, bits >>= 16)
+        *out++ = (bits & 0xffff) < threshold ? 0.0f : kept_value;
+    }
+  }
+};
+
+}  // namespace copytask
