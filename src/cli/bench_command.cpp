@@ -55,6 +55,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
     std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
                 static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
+    std::printf("training step      %s\n", result.step.c_str());
     std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
     std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
     std::printf("examples/s         %.0f\n", result.examples_per_second);

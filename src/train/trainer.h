@@ -37,7 +37,8 @@ struct TrainOutcome {
 
 class MemberBatcher;
 
-// A full-batch step on the CPU runs in chunks of this many examples per member, so each
+// On the autograd path (the CPU step when the fused kernel is switched off or cannot run
+// the model), a full-batch step runs in chunks of this many examples per member, so each
 // chunk's activations stay in the caches instead of streaming through memory pass after
 // pass (measured with copytask bench; see README, Performance). Fixed, not derived from
 // the member count: a member's results must not depend on its neighbours.
