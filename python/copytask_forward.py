@@ -13,14 +13,63 @@ member axis of size 1.
     print(logits.argmax(-1))   # tensor([[7, 1, 8, 2, 10, 7, 1, 8, 2, 0]])
 
 The model (DESIGN.md sections 1 and 2): token embedding (+ sinusoidal or learned
-positions), pre-LN blocks of attention (q/k/v without bias, RoPE on q and k, ALiBi bias,
+positions), pre-LN blocks of attention (q/k/v without bias, RoPE on q and k, a score bias,
 causal mask) and a ReLU feed-forward, a final LayerNorm and the head. Weights are stored
 (in, out): y = x @ W + b. Shapes: B batch, T positions, D embed, H heads, Dh = D / H.
+
+Positional schemes (model["positional"]), with their option keys in model (a key that is
+absent takes its default, as in older result.json files) and their parameters
+positional.<name>:
+    none
+    sinusoidal   x + PE
+    learned      x + positional.table (T, D); older checkpoints call it pos_emb
+    rope         rope_base 10000, rope_fraction 1: the first 2*R2 dims of each head rotate,
+                 R2 = max(1, floor(rope_fraction * Dh / 2)), theta = p * rope_base^(-2i / (2*R2))
+    alibi        alibi_slopes [] (the paper's), alibi_right_slopes [] (the same),
+                 alibi_direction symmetric | offset | two-sided, alibi_learned false
+                 (then positional.log_slopes (H) and, two-sided, positional.log_right_slopes (H))
+    t5           t5_buckets 32, t5_max_distance 128; positional.bucket_bias (buckets, H)
+    dynamic      bias_mlp_hidden 32, dynamic_depth 2, dynamic_log_distance false;
+                 positional.mlp<k>_weight, positional.mlp<k>_bias, k = 0..depth
+    kerple       positional.log_r1 (H), positional.log_r2 (H)
+    fire         bias_mlp_hidden 32, fire_threshold 0 (= the context: model["context"] if
+                 given, else T); positional.c (1), positional.threshold_scale (1),
+                 positional.mlp0_weight, mlp0_bias, mlp1_weight, mlp1_bias
+A score bias (H, T, T) is a function of d = i - j (query i, key j; d > 0: the key is to
+the left); it is added after the 1/sqrt(Dh) scaling and before the causal mask.
 """
 
 import math
 
 import torch
+
+SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire")
+
+DEFAULTS = {
+    "rope_base": 10000.0,
+    "rope_fraction": 1.0,
+    "alibi_slopes": [],
+    "alibi_right_slopes": [],
+    "alibi_direction": "symmetric",
+    "alibi_learned": False,
+    "t5_buckets": 32,
+    "t5_max_distance": 128,
+    "bias_mlp_hidden": 32,
+    "dynamic_depth": 2,
+    "dynamic_log_distance": False,
+    "fire_threshold": 0.0,
+}
+
+
+def _option(model, key):
+    value = model.get(key)
+    return DEFAULTS[key] if value is None else value
+
+
+def _distance(T):
+    """(T, T) d = i - j, float32."""
+    position = torch.arange(T)
+    return (position[:, None] - position[None, :]).float()
 
 
 def _sinusoidal(T, D):
@@ -32,36 +81,113 @@ def _sinusoidal(T, D):
     return table.float()
 
 
-def _rope(x):
-    """Rotates the pairs (2i, 2i+1) of x (B, H, T, Dh) by p * 10000^(-2i/Dh)."""
+def _rope(x, base, fraction):
+    """Rotates the pairs (2i, 2i+1), i < R2, of x (B, H, T, Dh) by p * base^(-2i/(2*R2))."""
     T, Dh = x.shape[-2], x.shape[-1]
-    angle = torch.arange(T, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)
-    cos, sin = angle.cos().float(), angle.sin().float()
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    R2 = min(Dh // 2, max(1, int(math.floor(fraction * Dh / 2))))
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * float(base) ** (-torch.arange(0, 2 * R2, 2, dtype=torch.float64) / (2 * R2))
+    cos, sin = angle.cos().float(), angle.sin().float()                  # (T, R2)
+    a, b = x[..., 0:2 * R2:2], x[..., 1:2 * R2:2]
+    rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    return torch.cat([rotated, x[..., 2 * R2:]], dim=-1)
 
 
-def _alibi(H, T):
-    """(H, T, T) bias -slope_h * |i - j| with the ALiBi paper's slopes."""
+def _paper_slopes(H):
     def powers(n):
         return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
     lower = 2 ** int(math.floor(math.log2(H)))
-    slopes = powers(lower) + powers(2 * lower)[0::2][: H - lower]
-    distance = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).abs().float()
-    return -torch.tensor(slopes)[:, None, None] * distance
+    return powers(lower) + powers(2 * lower)[0::2][: H - lower]
+
+
+def _alibi(p, model, H, T):
+    """(H, T, T): symmetric -s|d|, offset -s(|d| - 0.5 [d > 0]), two-sided -s d (d >= 0), -r |d| (d < 0)."""
+    direction = _option(model, "alibi_direction")
+    if direction not in ("symmetric", "offset", "two-sided"):
+        raise ValueError("unknown alibi_direction %r; copytask_forward knows symmetric, offset, two-sided" % direction)
+    if _option(model, "alibi_learned"):
+        s = p["positional.log_slopes"].exp()
+        r = p["positional.log_right_slopes"].exp() if direction == "two-sided" else s
+    else:
+        s = torch.tensor(list(_option(model, "alibi_slopes")) or _paper_slopes(H), dtype=torch.float32)
+        r = torch.tensor(list(_option(model, "alibi_right_slopes")), dtype=torch.float32) if _option(model, "alibi_right_slopes") else s
+    s, r = s[:, None, None], r[:, None, None]
+    d = _distance(T)
+    if direction == "symmetric":
+        return -s * d.abs()
+    if direction == "offset":
+        return -s * (d.abs() - 0.5 * (d > 0).float())
+    return torch.where(d >= 0, -s * d, r * d)
+
+
+def _t5_bucket(d, buckets, max_distance):
+    half = buckets // 2
+    bucket, n, exact = (half if d < 0 else 0), abs(d), half // 2
+    if n < exact:
+        return bucket + n
+    return bucket + min(half - 1, exact + int(math.floor(math.log(n / exact) / math.log(max_distance / exact) * (half - exact) + 1e-9)))
+
+
+def _t5(p, model, T):
+    buckets, max_distance = int(_option(model, "t5_buckets")), _option(model, "t5_max_distance")
+    index = torch.tensor([[_t5_bucket(i - j, buckets, max_distance) for j in range(T)] for i in range(T)])
+    return p["positional.bucket_bias"][index].permute(2, 0, 1)              # (T, T, H) -> (H, T, T)
+
+
+def _dynamic(p, model, T):
+    depth = int(_option(model, "dynamic_depth"))
+    x = _distance(T)
+    if _option(model, "dynamic_log_distance"):
+        x = x.sign() * torch.log1p(x.abs())
+    h = x[..., None]                                                          # (T, T, 1)
+    for k in range(depth):
+        h = torch.nn.functional.silu(h @ p["positional.mlp%d_weight" % k] + p["positional.mlp%d_bias" % k])  # (T, T, W)
+    out = h @ p["positional.mlp%d_weight" % depth] + p["positional.mlp%d_bias" % depth]  # (T, T, H)
+    return out.permute(2, 0, 1)
+
+
+def _kerple(p, T):
+    r1, r2 = p["positional.log_r1"].exp()[:, None, None], p["positional.log_r2"].exp()[:, None, None]
+    return -r1 * torch.log1p(r2 * _distance(T).abs())
+
+
+def _fire(p, model, T):
+    """MLP of sign(d) psi(|d|) / (psi(max(L, i)) + 1e-6), psi(z) = log(|c| z + 1), L = |threshold_scale * L0|."""
+    L0 = float(_option(model, "fire_threshold")) or float(model.get("context") or T)
+    c = p["positional.c"].abs()
+    psi = lambda z: torch.log(c * z + 1)
+    L = (p["positional.threshold_scale"] * L0).abs()
+    d = _distance(T)
+    normaliser = psi(torch.maximum(L, torch.arange(T).float())) + 1e-6           # (T): per query i
+    x = (d.sign() * psi(d.abs()) / normaliser[:, None])[..., None]             # (T, T, 1)
+    h = torch.relu(x @ p["positional.mlp0_weight"] + p["positional.mlp0_bias"])  # (T, T, W)
+    return (h @ p["positional.mlp1_weight"] + p["positional.mlp1_bias"]).permute(2, 0, 1)
 
 
 def forward(params, model, tokens):
     """logits (B, T, V) and each block's attention (B, H, T, T) for tokens (B, T)."""
+    scheme = model["positional"]
+    if scheme not in SCHEMES:
+        raise ValueError("unknown positional scheme %r; copytask_forward knows %s" % (scheme, ", ".join(SCHEMES)))
     p = {name: value[0] for name, value in params.items() if not name.startswith("meta.")}
     B, T = tokens.shape
     D, H = p["tok_emb"].shape[1], model["heads"]
     Dh = D // H
     x = p["tok_emb"][tokens]                                          # (B, T, D)
-    if model["positional"] == "sinusoidal":
+    if scheme == "sinusoidal":
         x = x + _sinusoidal(T, D)
-    elif model["positional"] == "learned":
-        x = x + p["pos_emb"][:T]
+    elif scheme == "learned":
+        x = x + p["positional.table" if "positional.table" in p else "pos_emb"][:T]
+    bias = None                                                       # (H, T, T)
+    if scheme == "alibi":
+        bias = _alibi(p, model, H, T)
+    elif scheme == "t5":
+        bias = _t5(p, model, T)
+    elif scheme == "dynamic":
+        bias = _dynamic(p, model, T)
+    elif scheme == "kerple":
+        bias = _kerple(p, T)
+    elif scheme == "fire":
+        bias = _fire(p, model, T)
     layer_norm = lambda y, name: torch.nn.functional.layer_norm(y, (D,), p[name + ".weight"], p[name + ".bias"], 1e-5)
     attention = []
     for block in range(model["blocks"]):
@@ -69,11 +195,12 @@ def forward(params, model, tokens):
         h = layer_norm(x, prefix + "ln1")
         q, k, v = (h @ p[prefix + "attn.qkv.weight"]).split(D, dim=-1)  # (B, T, D) each
         q, k, v = (t.view(B, T, H, Dh).transpose(1, 2) for t in (q, k, v))  # (B, H, T, Dh)
-        if model["positional"] == "rope":
-            q, k = _rope(q), _rope(k)
+        if scheme == "rope":
+            base, fraction = _option(model, "rope_base"), _option(model, "rope_fraction")
+            q, k = _rope(q, base, fraction), _rope(k, base, fraction)
         scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)                 # (B, H, T, T)
-        if model["positional"] == "alibi":
-            scores = scores + _alibi(H, T)
+        if bias is not None:
+            scores = scores + bias
         if model["causal"]:
             scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
         weights = scores.softmax(-1)

@@ -1,55 +1,58 @@
-// The hand-written CPU attention kernel against the straightforward batched-matmul
-// formulation: outputs, weights and the gradients of q, k and v, with and without a score
-// offset (ALiBi bias plus causal -inf) and dropout.
+// The hand-written CPU attention layer (model/cpu_layers.h) against the batched-matmul
+// formulation the LibTorch model uses (model/attention_core.h): the weights, the mixed
+// values and the gradients of q, k, v and the score bias, with a bias, the causal mask and
+// dropout, one example of several heads.
 #include <gtest/gtest.h>
 
 #include "model/attention_core.h"
-#include "model/positional.h"
+#include "model/cpu_layers.h"
 #include "test_util.h"
 
 namespace copytask {
 namespace {
 
-struct Grads {
-  torch::Tensor mixed, weights, q, k, v;
-};
-
-Grads run_core(bool cpu_kernel, const torch::Tensor& q0, const torch::Tensor& k0, const torch::Tensor& v0,
-               const torch::Tensor& offset, const torch::Tensor& dropout, const torch::Tensor& upstream) {
-  auto q = q0.clone().requires_grad_(true), k = k0.clone().requires_grad_(true), v = v0.clone().requires_grad_(true);
-  AttentionOutput out = cpu_kernel ? attention_core_cpu(q, k, v, offset, dropout)
-                                   : attention_core_matmul(q, k, v, offset, dropout);
-  (out.mixed * upstream).sum().backward();
-  return {out.mixed.detach(), out.weights, q.grad(), k.grad(), v.grad()};
-}
-
-void expect_same(const Grads& a, const Grads& b, const std::string& label) {
-  const double tolerance = 2e-5;
-  EXPECT_LT(test::max_abs_diff(a.mixed, b.mixed), tolerance) << label;
-  EXPECT_LT(test::max_abs_diff(a.weights, b.weights), tolerance) << label;
-  EXPECT_LT(test::max_abs_diff(a.q, b.q), tolerance) << label;
-  EXPECT_LT(test::max_abs_diff(a.k, b.k), tolerance) << label;
-  EXPECT_LT(test::max_abs_diff(a.v, b.v), tolerance) << label;
-  EXPECT_GT(a.q.abs().max().item<double>(), 1e-3) << label << ": gradients must not be trivially zero";
-}
-
-TEST(AttentionKernel, MatchesTheMatmulFormulation) {
-  const int64_t M = 3, B = 5, H = 2, T = 7, Dh = 4;
+TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
+  const int64_t H = 2, T = 7, Dh = 4, D = H * Dh;
   torch::manual_seed(11);
-  auto q = torch::randn({M, B, H, T, Dh}), k = torch::randn({M, B, H, T, Dh}), v = torch::randn({M, B, H, T, Dh});
-  auto upstream = torch::randn({M, B, H, T, Dh});
+  for (bool causal : {false, true}) {
+    auto qkv = torch::randn({T, 3 * D});                                           // (T, 3D): q | k | v
+    auto bias = torch::randn({H, T, T});                                          // (H, T, T)
+    auto dropout = (torch::rand({H, T, T}) > 0.3).to(torch::kFloat32) / 0.7;     // (H, T, T)
+    auto upstream = torch::randn({T, D});                                         // d(loss)/d(mixed)
 
-  expect_same(run_core(true, q, k, v, {}, {}, upstream), run_core(false, q, k, v, {}, {}, upstream), "plain");
+    // The matmul formulation: q, k, v as (1, 1, H, T, Dh), the bias (and -inf) as the offset.
+    auto leaf_qkv = qkv.clone().requires_grad_(true), leaf_bias = bias.clone().requires_grad_(true);
+    auto split = leaf_qkv.view({T, 3, H, Dh}).permute({1, 2, 0, 3});              // (3, H, T, Dh)
+    auto offset = leaf_bias;
+    if (causal) offset = offset.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
+    auto out = attention_core_matmul(split[0].view({1, 1, H, T, Dh}), split[1].view({1, 1, H, T, Dh}),
+                                     split[2].view({1, 1, H, T, Dh}), offset.view({1, 1, H, T, T}),
+                                     dropout.view({1, 1, H, T, T}));
+    auto mixed = out.mixed.view({H, T, Dh}).permute({1, 0, 2}).reshape({T, D});  // (T, D)
+    (mixed * upstream).sum().backward();
 
-  // Member 0 plain, member 1 ALiBi, member 2 ALiBi + causal.
-  auto offset = torch::zeros({M, 1, H, T, T});
-  offset[1][0].copy_(alibi_bias(H, T));
-  offset[2][0].copy_(alibi_bias(H, T).masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY));
-  auto dropout = (torch::rand({M, B, H, T, T}) > 0.3).to(torch::kFloat32) / 0.7;
-  const Grads fused = run_core(true, q, k, v, offset, dropout, upstream);
-  expect_same(fused, run_core(false, q, k, v, offset, dropout, upstream), "offset and dropout");
-  // The causal member puts no weight on later positions.
-  EXPECT_EQ(fused.weights[2].triu(1).abs().max().item<double>(), 0.0);
+    // The CPU layer on the same numbers.
+    auto weights = torch::empty({H, T, T}), ours = torch::empty({T, D});
+    auto grad_qkv = torch::empty({T, 3 * D}), grad_bias = torch::zeros({H, T, T});
+    std::vector<float> scratch(T + cpu::kSlack);
+    cpu::attention_forward(qkv.data_ptr<float>(), bias.data_ptr<float>(), causal, dropout.data_ptr<float>(),
+                           weights.data_ptr<float>(), ours.data_ptr<float>(), T, H, Dh);
+    cpu::attention_backward(qkv.data_ptr<float>(), weights.data_ptr<float>(), causal, dropout.data_ptr<float>(),
+                            upstream.data_ptr<float>(), grad_qkv.data_ptr<float>(), grad_bias.data_ptr<float>(),
+                            scratch.data(), T, H, Dh);
+
+    const std::string label = causal ? "causal" : "bidirectional";
+    EXPECT_LT(test::max_abs_diff(weights, out.weights.view({H, T, T})), 2e-6) << label;
+    EXPECT_LT(test::max_abs_diff(ours, mixed), 2e-5) << label;
+    EXPECT_LT(test::max_abs_diff(grad_qkv, leaf_qkv.grad()), 2e-5) << label;
+    auto reference_bias_grad = leaf_bias.grad();
+    if (causal) reference_bias_grad = reference_bias_grad.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), 0.0);
+    EXPECT_LT(test::max_abs_diff(grad_bias, reference_bias_grad), 2e-5) << label;
+    EXPECT_GT(grad_bias.abs().max().item<double>(), 1e-3) << label << ": gradients must not be trivially zero";
+    if (causal) {
+      EXPECT_EQ(weights.triu(1).abs().max().item<double>(), 0.0) << "no weight on later keys";
+    }
+  }
 }
 
 }  // namespace

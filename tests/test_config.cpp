@@ -1,6 +1,10 @@
 // Config resolution: defaults, file, overrides, JSON round trip, and every rejected config.
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <typeinfo>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -114,7 +118,8 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
   expect_rejected({"model.positional=rope", "model.embed=20", "model.heads=4"},
                   {"model.positional", "even head dimension", "5"});
   expect_rejected({"model.positional=sinusoidal", "model.embed=21", "model.heads=1"}, {"even model.embed"});
-  expect_rejected({"model.positional=xpos"}, {"model.positional", "none, sinusoidal, learned, rope, alibi"});
+  expect_rejected({"model.positional=xpos"},
+                  {"model.positional", "none, sinusoidal, learned, rope, alibi, t5, dynamic, kerple, fire"});
   expect_rejected({"task.min_len=5", "task.max_len=4"}, {"task.max_len = 4", "at least task.min_len (5)"});
   expect_rejected({"task.vocab_size=4", "task.max_len=2", "task.examples=100"},
                   {"task.examples = 100", "only 6 distinct inputs"});
@@ -147,6 +152,118 @@ TEST(Config, CompareSchemesAreChecked) {
   Config ok = config_for_scheme(c, {"r", {{"model.positional", "rope"}, {"model.causal", true}}});
   EXPECT_EQ(ok.model.positional, "rope");
   EXPECT_TRUE(ok.model.causal);
+}
+
+TEST(Config, SchemeOptionsAreReadAndChecked) {
+  Config c = config_resolve(std::nullopt, {"model.positional=alibi", "model.heads=2", "model.alibi_slopes=[0.5, 0.25]",
+                                           "model.alibi_direction=two-sided", "model.alibi_right_slopes=[1, 2]",
+                                           "model.alibi_learned=true", "model.rope_fraction=0.5", "model.t5_buckets=16"});
+  const PositionalOptions& o = c.model.positional_options;
+  EXPECT_EQ(o.alibi_slopes, (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(o.alibi_right_slopes, (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(o.alibi_direction, "two-sided");
+  EXPECT_TRUE(o.alibi_learned);
+  EXPECT_DOUBLE_EQ(o.rope_fraction, 0.5);
+  EXPECT_EQ(o.t5_buckets, 16);
+  EXPECT_DOUBLE_EQ(o.fire_threshold, 10.0) << "FIRE's threshold defaults to the context, resolved";
+  EXPECT_EQ(config_from_json(config_to_json(c)).model.positional_options, o);
+
+  expect_rejected({"model.alibi_slopes=[0.5, 0.25]"}, {"model.alibi_slopes", "one slope per head (model.heads = 1)"});
+  expect_rejected({"model.alibi_slopes=[-1]"}, {"model.alibi_slopes", "positive"});
+  expect_rejected({"model.alibi_slopes=[\"a\"]"}, {"model.alibi_slopes[0]", "expected a number"});
+  expect_rejected({"model.alibi_direction=left"}, {"model.alibi_direction", "symmetric, offset or two-sided"});
+  expect_rejected({"model.alibi_right_slopes=[1]"}, {"model.alibi_right_slopes", "two-sided only"});
+  expect_rejected({"model.rope_fraction=0"}, {"model.rope_fraction", "(0, 1]"});
+  expect_rejected({"model.positional=rope", "model.heads=5", "model.embed=20", "model.rope_fraction=0.2"},
+                  {"model.positional", "rotates no pair"});
+  expect_rejected({"model.rope_base=1"}, {"model.rope_base", "above 1"});
+  expect_rejected({"model.t5_buckets=7"}, {"model.t5_buckets", "even"});
+  expect_rejected({"model.t5_buckets=32", "model.t5_max_distance=8"}, {"model.t5_max_distance", "exceed"});
+  expect_rejected({"model.bias_mlp_hidden=0"}, {"model.bias_mlp_hidden", "1..1024"});
+  expect_rejected({"model.dynamic_depth=9"}, {"model.dynamic_depth", "1..8"});
+  expect_rejected({"model.fire_threshold=-3"}, {"model.fire_threshold"});
+}
+
+// A number beyond a double's range is refused with the key, not a crash (it aborted before).
+TEST(Config, NumbersTooLargeForADoubleAreRefused) {
+  expect_rejected({"model.dropout=1e999"}, {"model.dropout = 1e999", "too large for a double"});
+  expect_rejected({"compare.schemes=[{\"name\": \"a\", \"train.lr\": -1e999}]"}, {"compare.schemes", "too large"});
+  const fs::path path = fs::temp_directory_path() / "copytask_test_overflow.json";
+  std::ofstream(path) << "{\"train\": {\"lr\": 1e999}}";
+  try {
+    config_resolve(path.string(), {});
+    FAIL() << "accepted 1e999 in a file";
+  } catch (const ConfigError& error) {
+    EXPECT_NE(std::string(error.what()).find("fit a double"), std::string::npos) << error.what();
+  }
+  fs::remove(path);
+}
+
+// Many randomly mutated configs and overrides (a fixed seed): every one ends in a config
+// or a ConfigError, never a crash or another exception. Values are drawn from what breaks
+// parsers: huge and tiny numbers, wrong types, nesting, broken JSON, odd keys.
+TEST(Config, RandomlyMutatedConfigsEndInAResultOrACleanRefusal) {
+  std::mt19937_64 random(20261122);
+  auto pick = [&](const std::vector<std::string>& from) { return from[random() % from.size()]; };
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : config_flatten(Config{}))
+    if (key.rfind("compare.schemes[", 0) != 0) keys.push_back(key);
+  for (const std::string extra : {"compare.schemes", "model", "task", "", ".", "model.", "model.heads.x", "a.b.c"})
+    keys.push_back(extra);
+  const std::vector<std::string> values = {
+      "0", "-1", "1", "2", "3", "7", "1e999", "-1e999", "1e308", "1e-320", "9223372036854775807",
+      "18446744073709551616", "-9223372036854775809", "0.5", "2.5", "nan", "inf", "true", "false", "null",
+      "\"rope\"", "rope", "t5", "alibi", "two-sided", "[]", "[0]", "[0,1,2]", "[1e999]", "[\"a\"]", "[[1]]", "{}",
+      "{\"a\": 1}", "[{\"name\": \"x\"}]", "[{\"name\": \"x\", \"model.heads\": 1e999}]", "{\"model.heads\": [1, 2]}",
+      "[", "{", "\"", "", "=", "1=2", "\u0000", "\xff\xfe", "[0,1,2,3,4,5,6,7,8,9,10,11,12]", "4096", "100000", "50000000"};
+  int accepted = 0, refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<std::string> overrides;
+    const int count = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < count; ++i) {
+      std::string text = pick(keys) + "=" + pick(values);
+      if (random() % 8 == 0 && !text.empty()) text[random() % text.size()] = static_cast<char>(random() % 256);  // a flipped byte
+      overrides.push_back(text);
+    }
+    try {
+      const Config config = config_resolve(std::nullopt, overrides);
+      config_to_json(config).dump();  // what config.json and study.json will be written from
+      for (const auto& scheme : config.compare.schemes) config_for_scheme(config, scheme);
+      ++accepted;
+    } catch (const ConfigError&) {
+      ++refused;
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "overrides ended in " << typeid(error).name() << ": " << error.what() << "\n  "
+                    << nlohmann::json(overrides).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+  // And whole files: the default config's text with bytes flipped, cut or duplicated.
+  const std::string text = config_to_json(Config{}).dump(2);
+  const fs::path path = fs::temp_directory_path() / ("copytask_test_fuzz_" + std::to_string(::getpid()) + ".json");
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string mutated = text;
+    for (int edits = 1 + static_cast<int>(random() % 3); edits > 0; --edits) {
+      const size_t at = random() % mutated.size();
+      switch (random() % 3) {
+        case 0: mutated[at] = static_cast<char>(random() % 256); break;
+        case 1: mutated.erase(at, random() % 8); break;
+        default: mutated.insert(at, pick(values)); break;
+      }
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << mutated;
+    try {
+      config_resolve(path.string(), {});
+      ++accepted;
+    } catch (const ConfigError&) {
+      ++refused;
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "a mutated file ended in " << error.what() << "\n" << mutated;
+    }
+  }
+  fs::remove(path);
+  std::printf("mutated configs: %d accepted, %d refused with a ConfigError\n", accepted, refused);
+  EXPECT_GT(accepted, 50) << "the mutations must not all be trivially broken";
+  EXPECT_GT(refused, 500);
 }
 
 }  // namespace

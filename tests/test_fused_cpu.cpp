@@ -1,8 +1,11 @@
-// The hand-written CPU training step (model/fused_cpu.h) against LibTorch's autograd
-// through Encoder::forward: the same losses and every parameter's gradient, for every
+// The hand-written CPU step (model/fused_cpu.h) against LibTorch's autograd through
+// Encoder::forward: the same losses, every parameter's gradient (the schemes' parameters
+// too, through the tables' gradients) and the tables' gradients themselves, for every
 // scheme, with and without the causal mask, one and several heads, with dropout masks;
-// independent of the thread count; and the same training over several Adam steps.
-// (test_parity.cpp checks it against the independent PyTorch fixtures too.)
+// the forward pass evaluation uses; independent of the thread count; and the same training
+// over several Adam steps. (test_parity.cpp checks it against the PyTorch fixtures too.)
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "model/fused_cpu.h"
@@ -13,40 +16,66 @@
 namespace copytask {
 namespace {
 
-const std::vector<MemberSpec> kEverySchemeMembers = {
-    {"none", 0, "none", false},       {"sinusoidal", 1, "sinusoidal", false}, {"learned", 2, "learned", false},
-    {"rope", 3, "rope", false},       {"alibi", 4, "alibi", false},           {"alibi+causal", 5, "alibi", true},
-    {"rope+causal", 6, "rope", true}, {"learned+causal", 7, "learned", true}};
+std::vector<MemberSpec> every_scheme_members() {
+  PositionalOptions partial_rope, offset_alibi, learned_alibi, small_mlp;
+  partial_rope.rope_fraction = 0.5;
+  partial_rope.rope_base = 100;
+  offset_alibi.alibi_direction = "offset";
+  offset_alibi.alibi_slopes = {0.5, 0.25};
+  learned_alibi.alibi_direction = "two-sided";
+  learned_alibi.alibi_learned = true;
+  small_mlp.bias_mlp_hidden = 6;
+  small_mlp.t5_buckets = 8;
+  small_mlp.t5_max_distance = 20;
+  return {{"none", 0, "none", false, {}},
+          {"sinusoidal", 1, "sinusoidal", false, {}},
+          {"learned", 2, "learned", false, {}},
+          {"rope", 3, "rope", false, {}},
+          {"alibi", 4, "alibi", false, {}},
+          {"alibi+causal", 5, "alibi", true, {}},
+          {"rope+causal", 6, "rope", true, partial_rope},
+          {"learned+causal", 7, "learned", true, {}},
+          {"alibi-offset", 8, "alibi", false, offset_alibi},
+          {"alibi-two-sided", 9, "alibi", false, learned_alibi},
+          {"t5", 10, "t5", false, small_mlp},
+          {"dynamic+causal", 11, "dynamic", true, small_mlp},
+          {"kerple", 12, "kerple", false, {}},
+          {"fire", 13, "fire", false, small_mlp}};
+}
+
+// The members for a model of `heads` heads: given slopes are one per head.
+std::vector<MemberSpec> with_heads(std::vector<MemberSpec> members, int64_t heads) {
+  for (auto& member : members)
+    if (!member.options.alibi_slopes.empty()) member.options.alibi_slopes.resize(static_cast<size_t>(heads), 0.125);
+  return members;
+}
 
 struct StepResult {
   torch::Tensor loss;                // (M)
-  std::vector<torch::Tensor> grads;  // one per parameter
+  std::vector<torch::Tensor> grads;  // one per parameter, the schemes' included
 };
 
 std::vector<torch::Tensor> gradients_of(Encoder& model) {
   std::vector<torch::Tensor> out;
-  for (auto& p : model->parameters())
-    out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));  // unused: zero
+  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return out;
 }
 
 StepResult autograd_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                          const DropoutMasks* masks) {
   model->zero_grad();
-  std::optional<DropoutMasks> copy;
-  if (masks) copy.emplace(*masks);
-  auto losses = member_losses(model->forward(inputs, copy ? &*copy : nullptr), targets);  // (M)
+  auto losses = member_losses(model->forward(inputs, masks), targets);  // (M)
   losses.sum().backward();
-  if (copy) {
-    EXPECT_TRUE(copy->used_up()) << "the forward pass took every mask";
-  }
   return {losses.detach(), gradients_of(model)};
 }
 
 StepResult fused_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                       const DropoutMasks* masks) {
   model->zero_grad();
-  auto losses = fused_cpu_loss_backward(*model, inputs, targets, masks);
+  const PositionalTables tables = model->positional_tables(inputs.size(2));
+  PositionalTables table_grads;
+  auto losses = fused_cpu_loss_backward(*model, tables, inputs, targets, masks, &table_grads);
+  model->positional_backward(tables, table_grads);
   return {losses, gradients_of(model)};
 }
 
@@ -65,7 +94,7 @@ double worst_relative_gradient_difference(const StepResult& a, const StepResult&
 }
 
 void expect_fused_equals_autograd(const EncoderShape& shape, int64_t batch, bool dropout) {
-  Encoder model(shape, kEverySchemeMembers, torch::kCPU);
+  Encoder model(shape, with_heads(every_scheme_members(), shape.heads), torch::kCPU);
   const int64_t M = model->member_count();
   auto inputs = test::random_tokens(M, batch, shape, 11);
   auto targets = test::random_tokens(M, batch, shape, 12);
@@ -81,7 +110,7 @@ void expect_fused_equals_autograd(const EncoderShape& shape, int64_t batch, bool
               static_cast<long long>(shape.heads), static_cast<long long>(batch), dropout ? 1 : 0,
               test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
   EXPECT_LT(worst, 1e-4) << where;
-  // Every parameter got a gradient that is not zero (except pos_emb, unused by most members).
+  // Every parameter got a gradient that is not zero (every member uses all of its own).
   for (size_t j = 0; j < fused.grads.size(); ++j) EXPECT_GT(fused.grads[j].abs().max().item<double>(), 0.0) << j;
 }
 
@@ -106,10 +135,57 @@ TEST(FusedCpu, FourHeadsThreeBlocksNoDropout) {
   expect_fused_equals_autograd(shape, 40, false);
 }
 
+// The gradients of the tables themselves, for every member and every table (each member
+// marked learned, so the kernel applies and differentiates all three tables, zeros where
+// it has no hook), against autograd with the tables as leaves.
+TEST(FusedCpu, TablesGradientsEqualAutogradsForEveryTable) {
+  const EncoderShape shape = test::small_shape(0.1);
+  Encoder model(shape, every_scheme_members(), torch::kCPU);
+  const int64_t M = model->member_count(), B = 33;
+  auto inputs = test::random_tokens(M, B, shape, 21);
+  auto targets = test::random_tokens(M, B, shape, 22);
+  const DropoutMasks masks = model->dropout_masks(B);
+  PositionalTables tables = model->positional_tables(shape.context);
+  for (torch::Tensor* t : {&tables.additive, &tables.angles, &tables.bias}) {
+    ASSERT_TRUE(t->defined());
+    *t = t->detach().clone().requires_grad_(true);
+  }
+  member_losses(model->forward(inputs, tables, &masks, nullptr), targets).sum().backward();
+
+  PositionalTables forced = tables;
+  forced.learned.assign(static_cast<size_t>(M), 1);
+  PositionalTables fused;
+  fused_cpu_loss_backward(*model, forced, inputs, targets, &masks, &fused);
+  for (const auto& [name, reference, ours] : {std::tuple{"additive", tables.additive.grad(), fused.additive},
+                                              std::tuple{"angles", tables.angles.grad(), fused.angles},
+                                              std::tuple{"bias", tables.bias.grad(), fused.bias}}) {
+    const double scale = reference.abs().max().item<double>();
+    const double diff = test::max_abs_diff(reference, ours);
+    std::printf("  %s table gradient: largest %.2e, worst difference %.1e\n", name, scale, diff);
+    EXPECT_GT(scale, 1e-4) << name;
+    EXPECT_LT(diff, 1e-4 * scale) << name;
+  }
+}
+
+// The forward pass evaluation and predict use: the same logits and attention weights as
+// the LibTorch model.
+TEST(FusedCpu, ForwardEqualsTheLibTorchModel) {
+  const EncoderShape shape = test::small_shape(0.0);
+  Encoder model(shape, every_scheme_members(), torch::kCPU);
+  auto inputs = test::random_tokens(model->member_count(), 17, shape, 31);
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> reference_weights, fused_weights;
+  auto reference = model->forward(inputs, nullptr, &reference_weights);
+  auto fused = fused_cpu_forward(*model, model->positional_tables(shape.context), inputs, &fused_weights);
+  EXPECT_LT(test::max_abs_diff(reference, fused), 1e-5);
+  ASSERT_EQ(fused_weights.size(), reference_weights.size());
+  for (size_t l = 0; l < fused_weights.size(); ++l) EXPECT_LT(test::max_abs_diff(reference_weights[l], fused_weights[l]), 1e-6);
+}
+
 // The comparison can fail: masks other than the forward's give other gradients.
 TEST(FusedCpu, OtherDropoutMasksGiveOtherGradients) {
   const EncoderShape shape = test::small_shape(0.1);
-  Encoder model(shape, kEverySchemeMembers, torch::kCPU);
+  Encoder model(shape, every_scheme_members(), torch::kCPU);
   auto inputs = test::random_tokens(model->member_count(), 50, shape, 11);
   auto targets = test::random_tokens(model->member_count(), 50, shape, 12);
   const DropoutMasks first = model->dropout_masks(50), second = model->dropout_masks(50);
@@ -121,7 +197,7 @@ TEST(FusedCpu, OtherDropoutMasksGiveOtherGradients) {
 // The partitions fix the summation order: one thread or two, bit for bit the same.
 TEST(FusedCpu, ResultDoesNotDependOnTheThreadCount) {
   const EncoderShape shape = test::small_shape(0.1);
-  Encoder model(shape, kEverySchemeMembers, torch::kCPU);
+  Encoder model(shape, every_scheme_members(), torch::kCPU);
   auto inputs = test::random_tokens(model->member_count(), 300, shape, 5);
   auto targets = test::random_tokens(model->member_count(), 300, shape, 6);
   const DropoutMasks masks = model->dropout_masks(300);
@@ -135,8 +211,8 @@ TEST(FusedCpu, ResultDoesNotDependOnTheThreadCount) {
   EXPECT_EQ(worst_relative_gradient_difference(one, two), 0.0);
 }
 
-// Whole training steps (masks, fused forward and backward, Adam), full batch and
-// minibatches: the fused trainer follows the autograd trainer's loss curve.
+// Whole training steps (masks, fused forward and backward, the schemes' parameters, Adam),
+// full batch and minibatches: the fused trainer follows the autograd trainer's loss curve.
 TEST(FusedCpu, TrainsLikeTheAutogradStep) {
   TaskConfig task;
   task.examples = 500;
@@ -146,9 +222,10 @@ TEST(FusedCpu, TrainsLikeTheAutogradStep) {
     train.batch_size = batch_size;
     train.lr = 3e-3;
     auto curve = [&](bool fused) {
-      Encoder model(test::small_shape(0.1), kEverySchemeMembers, torch::kCPU);
+      Encoder model(test::small_shape(0.1), every_scheme_members(), torch::kCPU);
       TrainingStep step(model, data, train, StepOptions{fused});
       EXPECT_EQ(step.fused(), fused);
+      EXPECT_EQ(step.name(), fused ? "fused CPU" : "autograd");
       std::vector<torch::Tensor> losses;
       for (int i = 0; i < 15; ++i) losses.push_back(step.run());
       return losses;

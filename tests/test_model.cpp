@@ -10,7 +10,7 @@ namespace {
 std::vector<MemberSpec> every_scheme(bool causal) {
   std::vector<MemberSpec> members;
   int64_t seed = 10;
-  for (const auto& positional : positional_names()) members.push_back({positional, seed++, positional, causal});
+  for (const auto& positional : positional_names()) members.push_back({positional, seed++, positional, causal, {}});
   return members;
 }
 
@@ -52,7 +52,8 @@ TEST(Members, AMemberOutputDependsOnlyOnItsOwnParameters) {
   torch::NoGradGuard no_grad;
   model->eval();
   auto before = model->forward(tokens);
-  for (auto& item : model->named_parameters()) item.value()[2].add_(0.5);  // change member 2 only
+  for (auto& [name, value] : model->stacked_parameters()) value[2].add_(0.5);  // change member 2 only
+  for (auto& value : model->scheme(2).parameters()) value.add_(0.5);
   auto after = model->forward(tokens);
   for (int64_t m = 0; m < model->member_count(); ++m) {
     if (m == 2) EXPECT_GT(test::max_abs_diff(before[m], after[m]), 1e-3);
@@ -61,17 +62,21 @@ TEST(Members, AMemberOutputDependsOnlyOnItsOwnParameters) {
 }
 
 TEST(Members, SameSeedStartsFromTheSameWeightsInEveryScheme) {
-  Encoder a(test::small_shape(), std::vector<MemberSpec>{{"rope", 7, "rope", false}}, torch::kCPU);
-  Encoder b(test::small_shape(), std::vector<MemberSpec>{{"alibi", 7, "alibi", true}}, torch::kCPU);
-  Encoder c(test::small_shape(), std::vector<MemberSpec>{{"alibi", 8, "alibi", true}}, torch::kCPU);
-  auto pa = a->named_parameters(), pb = b->named_parameters(), pc = c->named_parameters();
+  Encoder a(test::small_shape(), std::vector<MemberSpec>{{"rope", 7, "rope", false, {}}}, torch::kCPU);
+  Encoder b(test::small_shape(), std::vector<MemberSpec>{{"t5", 7, "t5", true, {}}}, torch::kCPU);
+  Encoder c(test::small_shape(), std::vector<MemberSpec>{{"t5", 8, "t5", true, {}}}, torch::kCPU);
+  auto pa = a->stacked_parameters(), pb = b->stacked_parameters(), pc = c->stacked_parameters();
   double same = 0, different = 0;
-  for (const auto& item : pa) {
-    same = std::max(same, test::max_abs_diff(item.value(), pb[item.key()]));
-    different = std::max(different, test::max_abs_diff(item.value(), pc[item.key()]));
+  for (size_t j = 0; j < pa.size(); ++j) {
+    same = std::max(same, test::max_abs_diff(pa[j].second, pb[j].second));
+    different = std::max(different, test::max_abs_diff(pa[j].second, pc[j].second));
   }
   EXPECT_EQ(same, 0.0);
   EXPECT_GT(different, 0.1);
+  // A learned table draws in the model's fixed order too: its other weights are the same.
+  Encoder d(test::small_shape(), std::vector<MemberSpec>{{"learned", 7, "learned", false, {}}}, torch::kCPU);
+  auto pd = d->stacked_parameters();
+  for (size_t j = 0; j < pa.size(); ++j) EXPECT_EQ(test::max_abs_diff(pa[j].second, pd[j].second), 0.0) << pa[j].first;
 }
 
 TEST(Dropout, MasksOfAMemberDoNotDependOnItsNeighbours) {
@@ -82,8 +87,8 @@ TEST(Dropout, MasksOfAMemberDoNotDependOnItsNeighbours) {
   for (int step = 0; step < 3; ++step) {
     auto lone_masks = lone->dropout_masks(4);
     auto batch_masks = batch->dropout_masks(4);
-    auto lone_mask = lone_masks.take({4, 10, 10});    // the first site, member 0
-    auto batch_mask = batch_masks.take({4, 10, 10});  // the first site, members 0..2
+    auto lone_mask = lone_masks.site(0, kAttentionWeights);    // the first site, member 0: (1, 4, H, T, T)
+    auto batch_mask = batch_masks.site(0, kAttentionWeights);  // the first site, members 0..2
     EXPECT_EQ(test::max_abs_diff(lone_mask[0], batch_mask[1]), 0.0) << "step " << step;
     EXPECT_GT(test::max_abs_diff(batch_mask[0], batch_mask[1]), 0.0);
     // Kept values are scaled by 1/(1-p), and about p of them are dropped.
@@ -96,21 +101,32 @@ TEST(Dropout, MasksOfAMemberDoNotDependOnItsNeighbours) {
 // The CPU masks are a counter-based stream: any range drawn on its own equals the same
 // range of the whole buffer, and each step draws new masks.
 TEST(Dropout, AnyRangeOfTheStreamEqualsTheBuffer) {
-  Encoder model(test::small_shape(0.25), every_scheme(false), torch::kCPU);
-  const int64_t M = model->member_count(), B = 37, S = model->dropout_elements(B);
+  const EncoderShape shape = test::small_shape(0.25);
+  Encoder model(shape, every_scheme(false), torch::kCPU);
+  const int64_t M = model->member_count(), B = 37;
   const DropoutMasks first = model->dropout_masks(B), second = model->dropout_masks(B);
+  const DropoutLayout& layout = first.layout();
   ASSERT_NE(first.stream(), nullptr);
-  DropoutMasks whole = first;
-  auto buffer = whole.take({B, S / B}).reshape({M, S});  // the whole row as one site: (M, S)
+  // The whole row, site by site in the layout's order: (M, S).
+  auto row = [&](const DropoutMasks& masks) {
+    std::vector<torch::Tensor> sites;
+    for (int64_t l = 0; l < shape.blocks; ++l)
+      for (int site = 0; site < kDropoutSites; ++site)
+        sites.push_back(masks.site(l, static_cast<DropoutSite>(site)).reshape({M, -1}));
+    return torch::cat(sites, 1);
+  };
+  auto buffer = row(first);
+  const int64_t S = layout.row();
   ASSERT_EQ(buffer.size(1), S);
+  // The layout's starts agree with the order the sites were concatenated in.
+  EXPECT_EQ(layout.start(1, kHidden, 2), layout.start(1, kHidden) + 2 * layout.example_size(kHidden));
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t start : {int64_t{0}, int64_t{1}, int64_t{6}, S / 2 + 3, S - 5}) {
+    for (int64_t start : {int64_t{0}, int64_t{1}, int64_t{6}, S / 2 + 3, S - 5, layout.start(1, kHidden, 2)}) {
       std::vector<float> part(5);
       first.stream()->fill(m, start, 5, part.data());
       for (int64_t e = 0; e < 5; ++e) EXPECT_EQ(part[e], buffer[m][start + e].item<float>()) << m << " " << start + e;
     }
-  DropoutMasks next = second;
-  auto next_buffer = next.take({B, S / B}).reshape({M, S});
+  auto next_buffer = row(second);
   const double changed = (buffer != next_buffer).to(torch::kFloat64).mean().item<double>();
   EXPECT_NEAR(changed, 2 * 0.25 * 0.75, 0.02) << "independent masks differ where exactly one drops";
   EXPECT_NEAR((buffer == 0).to(torch::kFloat64).mean().item<double>(), 0.25, 0.01);
@@ -124,7 +140,6 @@ TEST(Dropout, EvalModeIsDeterministicAndTrainingMasksChangeOutputs) {
   EXPECT_EQ(test::max_abs_diff(a, b), 0.0);
   auto masks = model->dropout_masks(3);
   auto c = model->forward(tokens, &masks);
-  EXPECT_TRUE(masks.used_up()) << "every mask site must be consumed by one forward pass";
   EXPECT_GT(test::max_abs_diff(a, c), 1e-4);
 }
 

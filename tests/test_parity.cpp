@@ -1,6 +1,8 @@
 // Parity with an independent PyTorch implementation (tests/reference/make_parity_fixtures.py,
-// float64): logits, loss, attention weights and every gradient, for each scheme with the
-// causal mask off and on. The C++ model runs in float32, so the tolerance is float32's.
+// float64): logits, loss, attention weights and every gradient (the schemes' parameters'
+// too), for every scheme and option variant with the causal mask off and on, on the
+// LibTorch model and on the fused CPU step. The C++ model runs in float32, so the
+// tolerance is float32's.
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -12,13 +14,19 @@
 namespace copytask {
 namespace {
 
+// Every fixture variant (tests/reference/README.md), each with causal off and on.
+const std::vector<std::string> kVariants = {"none",          "sinusoidal",      "learned",       "rope",
+                                            "rope_partial",  "alibi",           "alibi_offset",  "alibi_two_sided",
+                                            "alibi_learned", "t5",              "dynamic",       "dynamic_log",
+                                            "kerple",        "fire"};
+
 struct Fixture {
   std::string name;
   nlohmann::json json;
 };
 
-Fixture load_fixture(const std::string& positional, bool causal) {
-  const std::string name = "parity_" + positional + (causal ? "_causal" : "");
+Fixture load_fixture(const std::string& variant, bool causal) {
+  const std::string name = "parity_" + variant + (causal ? "_causal" : "");
   std::ifstream file(test::fixtures_dir() + "/" + name + ".json");
   EXPECT_TRUE(file.good()) << "missing fixture " << name << "; run tests/reference/make_parity_fixtures.py";
   return {name, nlohmann::json::parse(file)};
@@ -36,20 +44,44 @@ EncoderShape shape_of(const nlohmann::json& config) {
   return shape;
 }
 
+// The fixture's scheme options, read as a config's model keys are.
+PositionalOptions options_of(const nlohmann::json& config) {
+  nlohmann::json dotted = nlohmann::json::object();
+  dotted["model.heads"] = config["heads"];
+  dotted["model.embed"] = config["embed"];
+  for (const auto& item : config["options"].items()) dotted["model." + item.key()] = item.value();
+  return config_with_overrides(Config{}, dotted, "fixture").model.positional_options;
+}
+
 constexpr double kTolerance = 5e-5;  // float32 against float64, values of order 1
 
+// The fixture's value of each of the model's parameters, by the fixture's names: the
+// stacked ones as they are, member m's scheme's as positional.<name>.
+std::vector<std::pair<torch::Tensor, std::string>> parameters_by_fixture_name(Encoder& model, int64_t m) {
+  std::vector<std::pair<torch::Tensor, std::string>> out;
+  for (const auto& [name, value] : model->stacked_parameters()) out.emplace_back(value[m], name);
+  for (const auto& item : model->scheme(m).named_parameters()) out.emplace_back(item.value(), "positional." + item.key());
+  return out;
+}
+
 // Loads every fixture into its own member of ONE mixed batch, so the test checks each
-// scheme and the member machinery (per-member hooks, masks, gradients) at once.
+// scheme and the member machinery (per-member schemes, masks, gradients) at once.
 TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   std::vector<Fixture> fixtures;
-  for (const auto& positional : positional_names())
-    for (bool causal : {false, true}) fixtures.push_back(load_fixture(positional, causal));
+  for (const auto& variant : kVariants)
+    for (bool causal : {false, true}) fixtures.push_back(load_fixture(variant, causal));
   const int64_t M = static_cast<int64_t>(fixtures.size());
   const EncoderShape shape = shape_of(fixtures[0].json["config"]);
 
   std::vector<MemberSpec> members;
-  for (const auto& fixture : fixtures)
-    members.push_back({fixture.name, 0, fixture.json["config"]["positional"], fixture.json["config"]["causal"]});
+  for (const auto& fixture : fixtures) {
+    const auto& config = fixture.json["config"];
+    members.push_back({fixture.name, 0, config["positional"], config["causal"], options_of(config)});
+  }
+  std::vector<std::string> covered;
+  for (const auto& member : members)
+    if (std::find(covered.begin(), covered.end(), member.positional) == covered.end()) covered.push_back(member.positional);
+  EXPECT_EQ(covered.size(), positional_names().size()) << "every registered scheme has a fixture";
   Encoder model(shape, members, torch::kCPU);
 
   std::vector<torch::Tensor> tokens, targets;
@@ -57,17 +89,41 @@ TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     torch::NoGradGuard no_grad;
     for (int64_t m = 0; m < M; ++m) {
       const auto& params = fixtures[m].json["params"];
-      for (auto& item : model->named_parameters()) {
-        ASSERT_TRUE(params.contains(item.key())) << fixtures[m].name << " lacks " << item.key();
-        auto value = test::tensor_from_json(params[item.key()]);
-        ASSERT_EQ(value.sizes(), item.value()[m].sizes()) << item.key();
-        item.value()[m].copy_(value);
+      size_t loaded = 0;
+      for (auto& [slot, name] : parameters_by_fixture_name(model, m)) {
+        ASSERT_TRUE(params.contains(name)) << fixtures[m].name << " lacks " << name;
+        auto value = test::tensor_from_json(params[name]);
+        ASSERT_EQ(value.sizes(), slot.sizes()) << fixtures[m].name << " " << name;
+        slot.copy_(value);
+        ++loaded;
       }
+      EXPECT_EQ(loaded, params.size()) << fixtures[m].name << ": the fixture has parameters the model lacks";
       tokens.push_back(test::tokens_from_json(fixtures[m].json["tokens"]));
       targets.push_back(test::tokens_from_json(fixtures[m].json["targets"]));
     }
   }
   model->eval();
+
+  // Compares member m's gradients with the fixture's; returns the worst difference.
+  auto gradient_difference = [&](int64_t m, std::string* worst_name) {
+    std::vector<std::pair<torch::Tensor, std::string>> grads;
+    for (const auto& [name, value] : model->stacked_parameters())
+      grads.emplace_back(value.grad().defined() ? value.grad()[m] : torch::Tensor(), name);
+    for (const auto& item : model->scheme(m).named_parameters())
+      grads.emplace_back(item.value().grad(), "positional." + item.key());
+    double worst = 0;
+    for (const auto& [grad, name] : grads) {
+      EXPECT_TRUE(grad.defined()) << fixtures[m].name << " " << name;
+      if (!grad.defined()) continue;
+      const double diff = test::max_abs_diff(grad, test::tensor_from_json(fixtures[m].json["grads"][name]));
+      if (diff >= worst) {
+        worst = diff;
+        *worst_name = name;
+      }
+    }
+    return worst;
+  };
+
   std::vector<torch::Tensor> attention;
   auto logits = model->forward(torch::stack(tokens), nullptr, &attention);  // (M, B, T, V)
   auto losses = member_losses(logits, torch::stack(targets));              // (M)
@@ -82,16 +138,9 @@ TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     double attention_diff = 0;
     for (size_t l = 0; l < attention.size(); ++l)
       attention_diff = std::max(attention_diff, test::max_abs_diff(attention[l][m], expected_attention[l]));
-    double grad_diff = 0;
     std::string worst_name;
-    for (auto& item : model->named_parameters()) {
-      const double diff = test::max_abs_diff(item.value().grad()[m], test::tensor_from_json(json["grads"][item.key()]));
-      if (diff >= grad_diff) {
-        grad_diff = diff;
-        worst_name = item.key();
-      }
-    }
-    std::printf("  %-28s maxdiff logits %.2e  loss %.2e  attention %.2e  grads %.2e (%s)\n", fixtures[m].name.c_str(),
+    const double grad_diff = gradient_difference(m, &worst_name);
+    std::printf("  %-30s maxdiff logits %.2e  loss %.2e  attention %.2e  grads %.2e (%s)\n", fixtures[m].name.c_str(),
                 logits_diff, loss_diff, attention_diff, grad_diff, worst_name.c_str());
     EXPECT_LT(logits_diff, kTolerance) << fixtures[m].name;
     EXPECT_LT(loss_diff, kTolerance) << fixtures[m].name;
@@ -105,38 +154,49 @@ TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   std::printf("parity maxdiff over %lld fixtures: logits %.2e, loss %.2e, attention %.2e, gradients %.2e\n",
               static_cast<long long>(M), worst_logits, worst_loss, worst_attention, worst_grad);
 
-  // The hand-written CPU training step (model/fused_cpu.h) against the same fixtures.
+  // The hand-written CPU step (model/fused_cpu.h) against the same fixtures: the tables in,
+  // their gradients out and on to the schemes' parameters.
   model->zero_grad();
-  const auto fused_losses = fused_cpu_loss_backward(*model, torch::stack(tokens), torch::stack(targets), nullptr);  // (M)
+  const PositionalTables tables = model->positional_tables(shape.context);
+  PositionalTables table_grads;
+  const auto fused_losses =
+      fused_cpu_loss_backward(*model, tables, torch::stack(tokens), torch::stack(targets), nullptr, &table_grads);  // (M)
+  model->positional_backward(tables, table_grads);
   double worst_fused_loss = 0, worst_fused_grad = 0;
   for (int64_t m = 0; m < M; ++m) {
-    const auto& json = fixtures[m].json;
-    const double loss_diff = std::abs(fused_losses[m].item<double>() - json["loss"].get<double>());
+    const double loss_diff = std::abs(fused_losses[m].item<double>() - fixtures[m].json["loss"].get<double>());
     EXPECT_LT(loss_diff, kTolerance) << fixtures[m].name << " (fused)";
+    std::string worst_name;
+    const double grad_diff = gradient_difference(m, &worst_name);
+    EXPECT_LT(grad_diff, kTolerance) << fixtures[m].name << " (fused) gradient " << worst_name;
     worst_fused_loss = std::max(worst_fused_loss, loss_diff);
-    for (auto& item : model->named_parameters()) {
-      const double diff = test::max_abs_diff(item.value().grad()[m], test::tensor_from_json(json["grads"][item.key()]));
-      EXPECT_LT(diff, kTolerance) << fixtures[m].name << " (fused) gradient " << item.key();
-      worst_fused_grad = std::max(worst_fused_grad, diff);
-    }
+    worst_fused_grad = std::max(worst_fused_grad, grad_diff);
   }
-  std::printf("parity maxdiff of the fused CPU step: loss %.2e, gradients %.2e\n", worst_fused_loss, worst_fused_grad);
+  // And its forward pass (evaluation's): the logits.
+  const auto fused_logits = fused_cpu_forward(*model, tables, torch::stack(tokens));
+  double worst_fused_logits = 0;
+  for (int64_t m = 0; m < M; ++m)
+    worst_fused_logits =
+        std::max(worst_fused_logits, test::max_abs_diff(fused_logits[m], test::tensor_from_json(fixtures[m].json["logits"])));
+  EXPECT_LT(worst_fused_logits, kTolerance);
+  std::printf("parity maxdiff of the fused CPU step: loss %.2e, gradients %.2e, forward logits %.2e\n", worst_fused_loss,
+              worst_fused_grad, worst_fused_logits);
 }
 
 // The same check must fail when the model is wrong: perturb one weight of one member and
 // the comparison has to notice (guards against a parity test that cannot fail).
 TEST(Parity, DetectsAPerturbedWeight) {
-  Fixture fixture = load_fixture("rope", false);
-  Encoder model(shape_of(fixture.json["config"]), std::vector<MemberSpec>{{"rope", 0, "rope", false}}, torch::kCPU);
+  Fixture fixture = load_fixture("t5", false);
+  const auto& config = fixture.json["config"];
+  Encoder model(shape_of(config), std::vector<MemberSpec>{{"t5", 0, "t5", false, options_of(config)}}, torch::kCPU);
   torch::NoGradGuard no_grad;
-  for (auto& item : model->named_parameters())
-    item.value()[0].copy_(test::tensor_from_json(fixture.json["params"][item.key()]));
+  for (auto& [slot, name] : parameters_by_fixture_name(model, 0))
+    slot.copy_(test::tensor_from_json(fixture.json["params"][name]));
   model->eval();
   auto tokens = test::tokens_from_json(fixture.json["tokens"]).unsqueeze(0);
   auto expected = test::tensor_from_json(fixture.json["logits"]);
   EXPECT_LT(test::max_abs_diff(model->forward(tokens)[0], expected), kTolerance);
-  auto blocks = model->blocks;
-  blocks[1]->as<BlockImpl>()->attn->qkv->weight[0][0][0] += 1e-2;
+  model->scheme(0).named_parameters()["bucket_bias"][1][0] += 1e-2;
   EXPECT_GT(test::max_abs_diff(model->forward(tokens)[0], expected), kTolerance);
 }
 

@@ -185,6 +185,8 @@ ReportInputs fixture() {
   json alibi_run = {{"seed", 0}};
   alibi_run["slopes"] = json::array({0.5});
   alibi_run["bias"] = json::array({bias});
+  alibi_run["bias_by_distance"] = {{"distance", json::array({-3, -2, -1, 0, 1, 2, 3})},
+                                   {"heads", json::array({json::array({-1.5, -1.0, -0.5, 0.0, -0.5, -1.0, -1.5})})}};
   in.positional["schemes"][kHostile] = {{"positional", "alibi"}, {"causal", true}};
   in.positional["schemes"][kHostile]["runs"] = json::array({alibi_run});
 
@@ -247,7 +249,7 @@ TEST(Report, WellFormednessCheckerCatchesBrokenPages) {
 TEST(Report, HasEveryChart) {
   const std::string page = report_html(fixture());
   for (const char* kind : {"accuracy", "curves", "loss", "by-length", "heatmap-cosine", "heatmap-dot", "pca",
-                           "pca-path", "rope-kernel", "alibi-bias"})
+                           "pca-path", "rope-kernel", "score-bias", "bias-distance"})
     EXPECT_EQ(count(page, std::string("class=\"chart ") + kind + "\""), 1u) << kind;
   // One attention chart per scheme and probe, each with one map per layer and head (2 x 1).
   EXPECT_EQ(count(page, "class=\"chart attention\""), 3u);
@@ -258,7 +260,7 @@ TEST(Report, HasEveryChart) {
   // Every colour scale is labelled.
   EXPECT_NE(rope.find(">attention weight<"), std::string::npos);
   EXPECT_NE(svg_with(page, "class=\"chart heatmap-cosine\"").find(">cosine similarity<"), std::string::npos);
-  EXPECT_NE(svg_with(page, "class=\"chart alibi-bias\"").find(">ALiBi bias<"), std::string::npos);
+  EXPECT_NE(svg_with(page, "class=\"chart score-bias\"").find(">score bias<"), std::string::npos);
   // The attention caption names the seed shown and the predicted output.
   EXPECT_NE(page.find("seed 0 (first of 2)"), std::string::npos);
 }
@@ -283,6 +285,9 @@ TEST(Report, NumbersAppearOnHoverAndInTables) {
   // The RoPE kernel and the ALiBi slope.
   EXPECT_NE(page.find("distance -1: score 0.8000"), std::string::npos);
   EXPECT_NE(page.find("head 1, slope 0.5"), std::string::npos);
+  // The bias against the signed distance, each point on hover.
+  EXPECT_NE(svg_with(page, "class=\"chart bias-distance\"").find("<title>head 1, d = -2: bias -1.0000</title>"),
+            std::string::npos);
   // By content length: rope's mean at k = 2.
   EXPECT_NE(page.find("rope, 2 content token(s): mean test exact-match 0.9894"), std::string::npos);
 }
@@ -305,7 +310,7 @@ TEST(Report, CausalMaskIsVisible) {
   EXPECT_NE(causal.find(">masked (causal)<"), std::string::npos);
   EXPECT_EQ(count(rope, "class=\"masked\""), 0u);
   // The causal ALiBi bias shows the mask too.
-  EXPECT_EQ(count(svg_with(page, "class=\"chart alibi-bias\""), "class=\"masked\""), 6u);
+  EXPECT_EQ(count(svg_with(page, "class=\"chart score-bias\""), "class=\"masked\""), 6u);
 }
 
 TEST(Report, WrongOutputTokensAreMarked) {

@@ -29,14 +29,39 @@ struct TaskConfig {
   int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
 };
 
+// The options of the positional schemes (DESIGN.md section 2), model.<key> in a config.
+// Each applies to its own scheme (the prefix names it; bias_mlp_hidden to dynamic and
+// fire) and is ignored by the others. They are per member: schemes that differ only in
+// these options still train in one batch.
+struct PositionalOptions {
+  double rope_base = 10000.0;                // RoPE's base: theta = p * base^(-2i / rotated dims)
+  double rope_fraction = 1.0;                // share of each head's dimensions that rotate (partial rotary)
+  std::vector<double> alibi_slopes;          // one per head; [] = the paper's rule
+  std::vector<double> alibi_right_slopes;    // two-sided: the slopes towards later keys; [] = alibi_slopes
+  std::string alibi_direction = "symmetric"; // symmetric | offset | two-sided
+  bool alibi_learned = false;                // slopes learned (as logs), starting from the above
+  int64_t t5_buckets = 32;                   // T5: buckets, half for each direction
+  int64_t t5_max_distance = 128;             // T5: distances beyond share the last bucket
+  int64_t bias_mlp_hidden = 32;              // dynamic, fire: the bias MLP's hidden width
+  int64_t dynamic_depth = 2;                 // dynamic: hidden layers of the MLP
+  bool dynamic_log_distance = false;         // dynamic: input sign(d) log(1 + |d|) instead of d
+  double fire_threshold = 0;                 // FIRE: initial threshold L in positions; 0 = task.context
+
+  bool operator==(const PositionalOptions& other) const;
+};
+
+// The option keys above, as they appear under model. in a config (rope_base, ...).
+const std::vector<std::string>& positional_option_keys();
+
 struct ModelConfig {
   int64_t embed = 20;       // D
   int64_t heads = 1;        // H, must divide embed
   int64_t blocks = 2;       // pre-LN transformer blocks
   int64_t hidden = 32;      // F, feed-forward hidden width
   double dropout = 0.1;
-  std::string positional = "sinusoidal";  // none | sinusoidal | learned | rope | alibi
+  std::string positional = "sinusoidal";  // a scheme of the registry: none, sinusoidal, learned, rope, alibi, t5, ...
   bool causal = false;      // attention mask: position i sees only j <= i
+  PositionalOptions positional_options;
 };
 
 struct TrainConfig {

@@ -12,6 +12,10 @@ namespace {
 
 using nlohmann::json;
 
+// A value as JSON text for a message; bytes that are not UTF-8 (a mistyped or binary
+// argument) are shown as U+FFFD instead of making the message itself fail.
+std::string shown(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 std::string type_name(const json& value) {
   if (value.is_boolean()) return "a boolean";
   if (value.is_number_integer() || value.is_number_unsigned()) return "an integer";
@@ -62,7 +66,7 @@ std::string unknown_key_message(const std::string& key, const json& level,
 // default's type: an integer key accepts an integral number (1e4), a number key an integer.
 json checked_leaf(const std::string& key, const json& expected, const json& value) {
   auto wrong = [&](const std::string& wanted) {
-    return ConfigError(key + " = " + value.dump() + ": expected " + wanted + ", got " +
+    return ConfigError(key + " = " + shown(value) + ": expected " + wanted + ", got " +
                        type_name(value));
   };
   if (expected.is_boolean()) {
@@ -88,7 +92,9 @@ json checked_leaf(const std::string& key, const json& expected, const json& valu
   }
   if (expected.is_array()) {
     if (!value.is_array()) throw wrong("a list, e.g. [0, 1, 2]");
-    if (expected.empty()) return value;
+    // The lists whose default is empty (model.alibi_slopes, model.alibi_right_slopes) are
+    // lists of numbers.
+    if (expected.empty()) return checked_leaf(key, json::array({0.5}), value);
     json out = json::array();
     for (size_t i = 0; i < value.size(); ++i)
       out.push_back(checked_leaf(key + "[" + std::to_string(i) + "]", expected[0], value[i]));
@@ -149,7 +155,7 @@ json scheme_to_json(const SchemeSpec& scheme) {
 SchemeSpec scheme_from_json(const json& entry, size_t index, const json& defaults) {
   const std::string where = "compare.schemes[" + std::to_string(index) + "]";
   if (!entry.is_object())
-    throw ConfigError(where + " = " + entry.dump() +
+    throw ConfigError(where + " = " + shown(entry) +
                       ": expected an object like {\"name\": \"rope\", \"model.positional\": \"rope\"}");
   if (!entry.contains("name") || !entry["name"].is_string())
     throw ConfigError(where + " has no \"name\" (a string); every scheme needs a name, e.g. \"rope\"");
@@ -178,7 +184,7 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
 // except train.seeds (the seeds are already an axis of every study).
 json grid_from_json(const json& grid, const json& defaults) {
   if (!grid.is_object())
-    throw ConfigError("compare.grid = " + grid.dump() + ": expected an object like {\"model.heads\": [1, 2, 4]}");
+    throw ConfigError("compare.grid = " + shown(grid) + ": expected an object like {\"model.heads\": [1, 2, 4]}");
   for (const auto& item : grid.items()) {
     const std::string& key = item.key();
     const std::string where = "compare.grid[\"" + key + "\"]";
@@ -188,7 +194,7 @@ json grid_from_json(const json& grid, const json& defaults) {
                         "' cannot be a grid axis; a grid may vary model.* and train.* keys "
                         "(but not train.seeds, train.device or train.threads)");
     if (!item.value().is_array() || item.value().empty())
-      throw ConfigError(where + " = " + item.value().dump() + ": expected a non-empty list of values, e.g. [1, 2, 4]");
+      throw ConfigError(where + " = " + shown(item.value()) + ": expected a non-empty list of values, e.g. [1, 2, 4]");
     for (const auto& value : item.value()) {
       json probe = defaults;
       try {
@@ -224,6 +230,22 @@ Config config_from_checked_json(const json& j, const json& defaults) {
   c.model.dropout = get_leaf<double>(model, "dropout");
   c.model.positional = get_leaf<std::string>(model, "positional");
   c.model.causal = get_leaf<bool>(model, "causal");
+  PositionalOptions& o = c.model.positional_options;
+  o.rope_base = get_leaf<double>(model, "rope_base");
+  o.rope_fraction = get_leaf<double>(model, "rope_fraction");
+  o.alibi_slopes = get_leaf<std::vector<double>>(model, "alibi_slopes");
+  o.alibi_right_slopes = get_leaf<std::vector<double>>(model, "alibi_right_slopes");
+  o.alibi_direction = get_leaf<std::string>(model, "alibi_direction");
+  o.alibi_learned = get_leaf<bool>(model, "alibi_learned");
+  o.t5_buckets = get_leaf<int64_t>(model, "t5_buckets");
+  o.t5_max_distance = get_leaf<int64_t>(model, "t5_max_distance");
+  o.bias_mlp_hidden = get_leaf<int64_t>(model, "bias_mlp_hidden");
+  o.dynamic_depth = get_leaf<int64_t>(model, "dynamic_depth");
+  o.dynamic_log_distance = get_leaf<bool>(model, "dynamic_log_distance");
+  o.fire_threshold = get_leaf<double>(model, "fire_threshold");
+  // FIRE's threshold defaults to the training context: resolved here, so every resolved
+  // config (printed, saved with the results) carries the number the model starts from.
+  if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
   const json& train = j.at("train");
   c.train.steps = get_leaf<int64_t>(train, "steps");
   c.train.batch_size = get_leaf<int64_t>(train, "batch_size");
@@ -252,10 +274,57 @@ json parse_json_text(const std::string& text, const std::string& origin) {
   } catch (const json::parse_error& error) {
     throw ConfigError(origin + " is not valid JSON: " + error.what() +
                       " (byte " + std::to_string(error.byte) + "); fix the syntax there");
+  } catch (const json::exception& error) {
+    // A number beyond a double's range (1e999) is out_of_range, not a parse error.
+    throw ConfigError(origin + " holds a value copytask cannot read: " + error.what() +
+                      "; numbers must fit a double (at most about 1.8e308)");
   }
 }
 
+json model_json(const ModelConfig& m) {
+  const PositionalOptions& o = m.positional_options;
+  return {{"embed", m.embed},
+          {"heads", m.heads},
+          {"blocks", m.blocks},
+          {"hidden", m.hidden},
+          {"dropout", m.dropout},
+          {"positional", m.positional},
+          {"causal", m.causal},
+          {"rope_base", o.rope_base},
+          {"rope_fraction", o.rope_fraction},
+          {"alibi_slopes", o.alibi_slopes},
+          {"alibi_right_slopes", o.alibi_right_slopes},
+          {"alibi_direction", o.alibi_direction},
+          {"alibi_learned", o.alibi_learned},
+          {"t5_buckets", o.t5_buckets},
+          {"t5_max_distance", o.t5_max_distance},
+          {"bias_mlp_hidden", o.bias_mlp_hidden},
+          {"dynamic_depth", o.dynamic_depth},
+          {"dynamic_log_distance", o.dynamic_log_distance},
+          {"fire_threshold", o.fire_threshold}};
+}
+
 }  // namespace
+
+const std::vector<std::string>& positional_option_keys() {
+  // model_json's keys after the model's own (embed .. causal): the options, in order.
+  static const std::vector<std::string> keys = [] {
+    const std::vector<std::string> model_keys = {"embed", "heads", "blocks", "hidden", "dropout", "positional", "causal"};
+    std::vector<std::string> out;
+    const json model = model_json(ModelConfig{});
+    for (const auto& item : model.items())
+      if (std::find(model_keys.begin(), model_keys.end(), item.key()) == model_keys.end()) out.push_back(item.key());
+    return out;
+  }();
+  return keys;
+}
+
+bool PositionalOptions::operator==(const PositionalOptions& other) const {
+  ModelConfig a, b;
+  a.positional_options = *this;
+  b.positional_options = other;
+  return model_json(a) == model_json(b);
+}
 
 CompareConfig Config::default_compare() {
   CompareConfig compare;
@@ -279,9 +348,7 @@ json config_to_json(const Config& c) {
                 {"min_len", c.task.min_len}, {"max_len", c.task.max_len},
                 {"examples", c.task.examples}, {"test_fraction", c.task.test_fraction},
                 {"seed", c.task.seed}}},
-      {"model", {{"embed", c.model.embed}, {"heads", c.model.heads}, {"blocks", c.model.blocks},
-                 {"hidden", c.model.hidden}, {"dropout", c.model.dropout},
-                 {"positional", c.model.positional}, {"causal", c.model.causal}}},
+      {"model", model_json(c.model)},
       {"train", {{"steps", c.train.steps}, {"batch_size", c.train.batch_size}, {"lr", c.train.lr},
                  {"eval_every", c.train.eval_every}, {"seeds", c.train.seeds},
                  {"device", c.train.device}, {"threads", c.train.threads}}},
@@ -322,6 +389,9 @@ json config_overrides_parse(const std::vector<std::string>& overrides) {
       value = json::parse(value_text);
     } catch (const json::parse_error&) {
       value = value_text;  // not JSON: a plain string such as rope
+    } catch (const json::exception&) {
+      // JSON, but a number beyond a double's range (1e999): refused, not taken as a string.
+      throw ConfigError(key + " = " + value_text + ": the number is too large for a double (at most about 1.8e308)");
     }
     dotted[key] = value;
   }

@@ -52,6 +52,47 @@ void validate_task(const TaskConfig& t) {
           "leaves the train split empty; lower it");
 }
 
+std::string list_text(const std::vector<double>& values) {
+  std::string text;
+  for (double v : values) text += (text.empty() ? "" : ", ") + str(v);
+  return "[" + text + "]";
+}
+
+void validate_slopes(const std::vector<double>& slopes, const std::string& key, int64_t heads) {
+  require(slopes.empty() || static_cast<int64_t>(slopes.size()) == heads, key, list_text(slopes),
+          "must list one slope per head (model.heads = " + std::to_string(heads) + "), or be [] for the paper's rule");
+  for (double slope : slopes)
+    require(std::isfinite(slope) && slope > 0 && slope <= 1000, key, list_text(slopes),
+            "slopes must be positive numbers up to 1000");
+}
+
+// The options of every scheme are checked, whichever scheme is chosen: a bad value is a
+// mistake even where it is ignored.
+void validate_positional_options(const PositionalOptions& o, int64_t heads) {
+  require(std::isfinite(o.rope_base) && o.rope_base > 1 && o.rope_base <= 1e12, "model.rope_base", str(o.rope_base),
+          "must be a number above 1 (10000 in the RoPE paper)");
+  require(o.rope_fraction > 0 && o.rope_fraction <= 1, "model.rope_fraction", str(o.rope_fraction),
+          "must be in (0, 1]: the share of each head's dimensions that rotate");
+  validate_slopes(o.alibi_slopes, "model.alibi_slopes", heads);
+  validate_slopes(o.alibi_right_slopes, "model.alibi_right_slopes", heads);
+  require(o.alibi_direction == "symmetric" || o.alibi_direction == "offset" || o.alibi_direction == "two-sided",
+          "model.alibi_direction", "\"" + o.alibi_direction + "\"", "must be symmetric, offset or two-sided");
+  require(o.alibi_right_slopes.empty() || o.alibi_direction == "two-sided", "model.alibi_right_slopes",
+          list_text(o.alibi_right_slopes), "applies to model.alibi_direction = two-sided only; set that too, or drop it");
+  require(o.t5_buckets >= 4 && o.t5_buckets <= 1024 && o.t5_buckets % 2 == 0, "model.t5_buckets",
+          std::to_string(o.t5_buckets), "must be an even number 4..1024 (half of them for each direction)");
+  require(o.t5_max_distance > o.t5_buckets / 4 && o.t5_max_distance <= 1000000, "model.t5_max_distance",
+          std::to_string(o.t5_max_distance),
+          "must exceed model.t5_buckets / 4 = " + std::to_string(o.t5_buckets / 4) +
+              " (the distances with a bucket of their own) and be at most 1000000");
+  require(o.bias_mlp_hidden >= 1 && o.bias_mlp_hidden <= 1024, "model.bias_mlp_hidden", std::to_string(o.bias_mlp_hidden),
+          "must be 1..1024");
+  require(o.dynamic_depth >= 1 && o.dynamic_depth <= 8, "model.dynamic_depth", std::to_string(o.dynamic_depth),
+          "must be 1..8");
+  require(std::isfinite(o.fire_threshold) && o.fire_threshold >= 1 && o.fire_threshold <= 1e6, "model.fire_threshold",
+          str(o.fire_threshold), "must be 1..1000000 positions, or 0 for task.context");
+}
+
 void validate_model(const ModelConfig& m) {
   require(m.embed >= 1 && m.embed <= 4096, "model.embed", std::to_string(m.embed), "must be 1..4096");
   require(m.heads >= 1 && m.heads <= 256, "model.heads", std::to_string(m.heads), "must be 1..256");
@@ -65,7 +106,8 @@ void validate_model(const ModelConfig& m) {
   for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
   require(std::find(names.begin(), names.end(), m.positional) != names.end(), "model.positional",
           "\"" + m.positional + "\"", "must be one of " + allowed);
-  const std::string problem = positional_scheme(m.positional, 0, 0, torch::kCPU)->incompatibility(m.embed, m.heads);
+  validate_positional_options(m.positional_options, m.heads);
+  const std::string problem = positional_entry(m.positional)->incompatibility(m.positional_options, m.embed, m.heads);
   require(problem.empty(), "model.positional", "\"" + m.positional + "\"", problem);
 }
 

@@ -4,34 +4,27 @@
 #include <limits>
 
 #include <ATen/Parallel.h>
+#include <torch/torch.h>
 
 #include "compat/torch_compat.h"
 #include "model/attention_core.h"
 
 namespace copytask {
 
-EncoderShape encoder_shape_of(const Config& c) {
-  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads,
-                      c.model.blocks,    c.model.hidden,  c.model.dropout};
-}
-
 DropoutMasks DropoutMasks::chunk(int64_t start, int64_t count) const {
-  DropoutMasks part(buffer_, batch_, stream_);
+  DropoutMasks part(buffer_, layout_, stream_);
   part.start_ = start;
   part.count_ = count;
   return part;
 }
 
-torch::Tensor DropoutMasks::take(const std::vector<int64_t>& shape) {
+torch::Tensor DropoutMasks::site(int64_t block, DropoutSite which) const {
   TORCH_CHECK(buffer_.defined(), "DropoutMasks: drawn without a buffer (dropout_masks(batch, false))");
-  // The site's masks for the whole batch, then this chunk's examples.
-  std::vector<int64_t> whole_shape{buffer_.size(0), batch_};
-  whole_shape.insert(whole_shape.end(), shape.begin() + 1, shape.end());
-  int64_t count = 1;
-  for (size_t i = 1; i < whole_shape.size(); ++i) count *= whole_shape[i];
-  auto whole = buffer_.narrow(1, offset_, count).view(whole_shape);  // (M, B, shape[1:]...)
-  offset_ += count;
-  return count_ == batch_ ? whole : whole.narrow(1, start_, count_);  // (M, shape...)
+  const int64_t B = layout_.batch(), size = layout_.example_size(which);
+  std::vector<int64_t> whole_shape{buffer_.size(0), B};
+  for (int64_t n : layout_.example_shape(which)) whole_shape.push_back(n);
+  auto whole = buffer_.narrow(1, layout_.start(block, which), B * size).view(whole_shape);  // (M, B, example shape...)
+  return count_ == B ? whole : whole.narrow(1, start_, count_);                           // (M, count, ...)
 }
 
 AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : heads(heads_) {
@@ -39,22 +32,20 @@ AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : h
   proj = register_module("proj", StackedLinear(members, embed, embed, /*with_bias=*/true));
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
-                                     const torch::Tensor& score_offset, DropoutMasks* masks,
-                                     torch::Tensor* attention_out) {
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& context,
+                                     const torch::Tensor& dropout, torch::Tensor* attention_out) {
   const int64_t M = x.size(0), B = x.size(1), T = x.size(2), D = x.size(3), H = heads, Dh = D / H;
   auto qkv_out = qkv->forward(x).view({M, B, T, 3, H, Dh});   // (M, B, T, 3, H, Dh)
   auto split = qkv_out.permute({3, 0, 1, 4, 2, 5});           // (3, M, B, H, T, Dh)
   auto q = split[0], k = split[1], v = split[2];              // (M, B, H, T, Dh) each
-  hooks.rotate_qk(q, k);
-  const torch::Tensor dropout = masks ? masks->take({B, H, T, T}) : torch::Tensor();  // (M, B, H, T, T)
-  const AttentionOutput core = x.device().is_cpu() ? attention_core_cpu(q, k, v, score_offset, dropout)
-                                                   : attention_core_matmul(q, k, v, score_offset, dropout);
+  if (context.cos.defined()) {
+    q = rotate_pairs(q, context.cos, context.sin);
+    k = rotate_pairs(k, context.cos, context.sin);
+  }
+  const AttentionOutput core = attention_core_matmul(q, k, v, context.offset, dropout);
   if (attention_out) *attention_out = core.weights;
   auto merged = core.mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});  // (M, B, T, H*Dh)
-  auto out = proj->forward(merged);                            // (M, B, T, D)
-  if (masks) out = out * masks->take({B, T, D});
-  return out;
+  return proj->forward(merged);                                            // (M, B, T, D)
 }
 
 FeedForwardImpl::FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden) {
@@ -62,83 +53,74 @@ FeedForwardImpl::FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden)
   fc2 = register_module("fc2", StackedLinear(members, hidden, embed, /*with_bias=*/true));
 }
 
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, DropoutMasks* masks) {
-  const int64_t B = x.size(1), T = x.size(2);
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, const torch::Tensor& hidden_dropout) {
   auto hidden = torch::relu(fc1->forward(x));                  // (M, B, T, F)
-  if (masks) hidden = hidden * masks->take({B, T, hidden.size(3)});
-  auto out = fc2->forward(hidden);                             // (M, B, T, D)
-  if (masks) out = out * masks->take({B, T, out.size(3)});
-  return out;
+  if (hidden_dropout.defined()) hidden = hidden * hidden_dropout;
+  return fc2->forward(hidden);                                 // (M, B, T, D)
 }
 
-BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape) {
+BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape, int64_t index_) : index(index_) {
   ln1 = register_module("ln1", StackedLayerNorm(members, shape.embed));
   attn = register_module("attn", Attention(members, shape.embed, shape.heads));
   ln2 = register_module("ln2", StackedLayerNorm(members, shape.embed));
   ff = register_module("ff", FeedForward(members, shape.embed, shape.hidden));
 }
 
-torch::Tensor BlockImpl::forward(const torch::Tensor& x, const PositionalHooks& hooks,
-                                 const torch::Tensor& score_offset, DropoutMasks* masks,
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context, const DropoutMasks* masks,
                                  torch::Tensor* attention_out) {
-  auto h = x + attn->forward(ln1->forward(x), hooks, score_offset, masks, attention_out);  // (M, B, T, D)
-  return h + ff->forward(ln2->forward(h), masks);                                        // (M, B, T, D)
+  auto mask = [&](DropoutSite site) { return masks ? masks->site(index, site) : torch::Tensor(); };
+  auto attended = attn->forward(ln1->forward(x), context, mask(kAttentionWeights), attention_out);  // (M, B, T, D)
+  if (masks) attended = attended * mask(kAttentionOutput);
+  auto h = x + attended;
+  auto fed = ff->forward(ln2->forward(h), mask(kHidden));                                         // (M, B, T, D)
+  if (masks) fed = fed * mask(kFeedForwardOutput);
+  return h + fed;
 }
-
-namespace {
-std::vector<std::string> positional_of(const std::vector<MemberSpec>& members) {
-  std::vector<std::string> out;
-  for (const auto& member : members) out.push_back(member.positional);
-  return out;
-}
-}  // namespace
 
 EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> members, const torch::Device& device)
-    : shape_(shape),
-      members_(std::move(members)),
-      device_(device),
-      hooks_(positional_of(members_), shape.context, shape.embed, shape.heads, device) {
+    : shape_(shape), members_(std::move(members)), device_(device) {
   const int64_t M = member_count();
   tok_emb = register_parameter("tok_emb", torch::zeros({M, shape.vocab, shape.embed}));
-  pos_emb = register_parameter("pos_emb", torch::zeros({M, shape.context, shape.embed}));
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t l = 0; l < shape.blocks; ++l) blocks->push_back(Block(M, shape));
+  for (int64_t l = 0; l < shape.blocks; ++l) blocks->push_back(Block(M, shape, l));
   ln_f = register_module("ln_f", StackedLayerNorm(M, shape.embed));
   head = register_module("head", StackedLinear(M, shape.embed, shape.vocab, /*with_bias=*/true));
+  positional = register_module("positional", torch::nn::ModuleList());
+  const PositionalShape positional_shape{shape.context, shape.embed, shape.heads};
+  for (const auto& member : members_) {
+    schemes_.push_back(positional_scheme_make(member.positional, member.options, positional_shape));
+    positional->push_back(schemes_.back());
+  }
 
   for (int64_t m = 0; m < M; ++m) {
     at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
-    init_member(m, init_generator);
+    at::Generator scheme_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 4));
+    init_member(m, init_generator, scheme_generator);
     const uint64_t dropout_seed = stream_seed(members_[m].seed, 2);
     if (device.is_cpu()) cpu_dropout_keys_.push_back(dropout_seed);
     else dropout_generators_.push_back(generator_make(device, dropout_seed));
   }
   to(device);
+  table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape.embed, shape.heads, device);
 
-  // What every score gets added before the softmax: the score-bias hook, then -inf where a
-  // causal member may not look (j > i), applied after the bias (DESIGN.md section 2).
-  bool any_causal = false;
-  for (const auto& member : members_) any_causal = any_causal || member.causal;
-  if (hooks_.score_bias().defined() || any_causal) {
-    const int64_t T = shape.context;
-    score_offset_ = hooks_.score_bias().defined() ? hooks_.score_bias().clone()
-                                                  : torch::zeros({M, 1, shape.heads, T, T}, torch::TensorOptions().device(device));
-    std::vector<int64_t> causal_flags;
-    for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
+  std::vector<int64_t> causal_flags;
+  for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
+  const int64_t T = shape.context;
+  if (std::find(causal_flags.begin(), causal_flags.end(), 1) != causal_flags.end()) {
     auto ahead = torch::ones({T, T}, torch::kBool).triu(1);  // (T, T) j > i
     auto flags = torch::tensor(causal_flags).to(torch::kBool);
-    auto masked = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, T, T})).to(device);  // (M, 1, 1, T, T)
-    score_offset_ = score_offset_.masked_fill(masked, -std::numeric_limits<float>::infinity());  // (M, 1, H, T, T)
+    causal_mask_ = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, T, T})).to(device);  // (M, 1, 1, T, T)
   }
   token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
 }
 
-void EncoderImpl::init_member(int64_t m, at::Generator& generator) {
-  // A fixed order, the same for every scheme: embeddings N(0, 1) as nn.Embedding, linear
-  // layers as nn.Linear, layer norms 1 and 0.
+void EncoderImpl::init_member(int64_t m, at::Generator& generator, at::Generator& scheme_generator) {
+  // A fixed order, the same for every scheme: embeddings N(0, 1) as nn.Embedding, a (T, D)
+  // N(0, 1) position draw (the learned table starts from it), linear layers as nn.Linear,
+  // layer norms 1 and 0; then whatever else the scheme draws, from its own stream.
   torch::NoGradGuard no_grad;
   tok_emb[m].normal_(0.0, 1.0, generator);
-  pos_emb[m].normal_(0.0, 1.0, generator);
+  const torch::Tensor position_draw = torch::empty({shape_.context, shape_.embed}).normal_(0.0, 1.0, generator);
   for (const auto& module : *blocks) {
     auto block = module->as<BlockImpl>();
     block->ln1->init_member(m);
@@ -150,38 +132,71 @@ void EncoderImpl::init_member(int64_t m, at::Generator& generator) {
   }
   ln_f->init_member(m);
   head->init_member(m, generator);
+  schemes_[static_cast<size_t>(m)]->init(position_draw, scheme_generator);
 }
 
-torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, DropoutMasks* masks,
+std::vector<std::pair<std::string, torch::Tensor>> EncoderImpl::stacked_parameters() {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : named_parameters())
+    if (item.key().rfind("positional.", 0) != 0) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+PositionalTables EncoderImpl::positional_tables(int64_t positions) { return table_maker_->make(positions); }
+
+void EncoderImpl::positional_backward(const PositionalTables& tables, const PositionalTables& table_grads) {
+  table_maker_->backward(tables, table_grads);
+}
+
+AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, int64_t T) {
+  const int64_t M = member_count();
+  AttentionContext context;
+  if (tables.angles.defined()) {
+    auto angles = tables.angles.unsqueeze(1).unsqueeze(1);  // (M, 1, 1, T, Dh/2)
+    context.cos = angles.cos();
+    context.sin = angles.sin();
+  }
+  // The score bias, then -inf where a causal member may not look (DESIGN.md section 2).
+  if (tables.bias.defined()) context.offset = tables.bias.unsqueeze(1);  // (M, 1, H, T, T)
+  if (causal_mask_.defined()) {
+    if (!context.offset.defined())
+      context.offset = torch::zeros({M, 1, shape_.heads, T, T}, torch::TensorOptions().device(device_));
+    context.offset = context.offset.masked_fill(causal_mask_, -std::numeric_limits<float>::infinity());
+  }
+  return context;
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const DropoutMasks* masks,
                                    std::vector<torch::Tensor>* attention_out) {
+  return forward(tokens, positional_tables(tokens.size(2)), masks, attention_out);
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const PositionalTables& tables,
+                                   const DropoutMasks* masks, std::vector<torch::Tensor>* attention_out) {
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
   TORCH_CHECK(T == shape_.context, "tokens carry ", T, " positions, the model ", shape_.context);
+  TORCH_CHECK(tables.positions == T, "positional tables for ", tables.positions, " positions, tokens of ", T);
+  const AttentionContext context = attention_context(tables, T);
   // Member m's token t is row m * V + t of the stacked table (M * V, D).
   auto rows = (tokens + token_offsets_).reshape({-1});                                  // (M*B*T)
   auto x = tok_emb.view({M * shape_.vocab, D}).index_select(0, rows).view({M, B, T, D});  // (M, B, T, D)
-  auto additive = hooks_.additive(pos_emb);                                             // (M, 1, T, D)
-  if (additive.defined()) x = x + additive;
+  if (tables.additive.defined()) x = x + tables.additive.unsqueeze(1);                  // + (M, 1, T, D)
   if (attention_out) attention_out->clear();
   for (const auto& module : *blocks) {
     torch::Tensor weights;
-    x = module->as<BlockImpl>()->forward(x, hooks_, score_offset_, masks, attention_out ? &weights : nullptr);
+    x = module->as<BlockImpl>()->forward(x, context, masks, attention_out ? &weights : nullptr);
     if (attention_out) attention_out->push_back(weights);
   }
   return head->forward(ln_f->forward(x));  // (M, B, T, V)
 }
 
-int64_t EncoderImpl::dropout_elements(int64_t batch) const {
-  const int64_t T = shape_.context, D = shape_.embed, H = shape_.heads, F = shape_.hidden;
-  // Sites per block: attention weights (B,H,T,T), attention output (B,T,D), FF hidden (B,T,F), FF output (B,T,D).
-  return shape_.blocks * batch * (H * T * T + T * D + T * F + T * D);
-}
-
 DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
-  const int64_t per_member = dropout_elements(batch);
+  DropoutLayout layout(shape_, batch);
+  const int64_t per_member = layout.row();
   if (device_.is_cpu()) {
     DropoutStream stream(cpu_dropout_keys_, cpu_dropout_steps_++, shape_.dropout);
-    if (!with_buffer) return DropoutMasks(torch::Tensor(), batch, std::move(stream));
+    if (!with_buffer) return DropoutMasks(torch::Tensor(), layout, std::move(stream));
     auto buffer = torch::empty({member_count(), per_member});  // (M, S)
     // Blocks of 2^16 elements of every member, drawn in parallel (the stream is counter-based).
     constexpr int64_t kBlock = 1 << 16;
@@ -193,13 +208,13 @@ DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
         stream.fill(m, first, std::min(kBlock, per_member - first), data + m * per_member + first);
       }
     });
-    return DropoutMasks(std::move(buffer), batch, std::move(stream));
+    return DropoutMasks(std::move(buffer), layout, std::move(stream));
   }
   auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
   const double keep = 1.0 - shape_.dropout;
   for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
   buffer.mul_(1.0 / keep);
-  return DropoutMasks(std::move(buffer), batch);
+  return DropoutMasks(std::move(buffer), layout);
 }
 
 torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -1,11 +1,16 @@
 #pragma once
-// A training step's forward and backward of the whole encoder on the CPU, written by hand
-// one example at a time. An example's activations (T x D = 10 x 20 floats per site) stay
-// in the L1 cache from the embedding to the loss and back, where LibTorch's op-by-op
-// autograd streams every site of the whole batch through memory, pass after pass, and
-// runs thousands of tiny matrix products as loops. The same function as
-// Encoder::forward + member_losses + backward (tests compare the loss and every gradient
-// with that path and with the PyTorch fixtures), summed in another order.
+// The encoder on the CPU by hand (the layers of model/cpu_layers.h), one example at a time:
+// the training step's forward and backward, and the forward pass evaluation uses. An
+// example's activations (T x D = 10 x 20 floats per site) stay in the L1 cache from the
+// embedding to the loss and back, where LibTorch's op-by-op autograd streams every site of
+// the whole batch through memory, pass after pass, and runs thousands of tiny matrix
+// products as loops. The same function as Encoder::forward + member_losses + backward
+// (tests compare the loss, every gradient and the tables' gradients with that path and
+// with the PyTorch fixtures), summed in another order.
+//
+// The positional tables come in as inputs (model/positional_tables.h) and their gradients
+// go out, so the step never knows a scheme: the trainer carries those gradients on to the
+// schemes' parameters (EncoderImpl::positional_backward).
 //
 // Determinism: each member's examples are cut into K partitions that depend only on the
 // batch size B; a partition's gradient is summed example by example in its own buffer and
@@ -13,8 +18,9 @@
 // nor on the members beside a member.
 //
 // Shapes: M members, B examples per member, T positions, D embed, H heads, Dh = D / H,
-// F FF hidden, V vocab, L blocks, K partitions of the examples, P one member's parameters.
+// F FF hidden, V vocab, L blocks, K partitions of the examples.
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -22,17 +28,25 @@
 
 namespace copytask {
 
-// Why the fused step cannot run this model ("" when it can): not float32 on the CPU, or a
-// positional rotation other than RoPE's pair rotation.
+// Why the fused step cannot run this model ("" when it can): not float32 on the CPU.
 std::string fused_cpu_unsupported(const EncoderImpl& model);
 
-// The training step's forward and backward: sets every parameter's gradient to
+// The training step's forward and backward: sets every stacked parameter's gradient to
 // d(sum over members of the member's mean cross-entropy over its B*T positions)/d(parameter),
 // exactly what member_losses(model->forward(inputs, masks), targets).sum().backward() gives,
-// and returns each member's loss (M).
+// and returns each member's loss (M). tables: model.positional_tables(T). table_grads,
+// when given, receives the loss's gradients with respect to the tables (the tables'
+// shapes), for the members whose tables are learned (tables.learned; zero for the others).
 // inputs, targets: (M, B, T) int64 (views with any strides); masks: this step's dropout
 // masks for the whole batch of B (as drawn by model.dropout_masks(B)), or nullptr for none.
-torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const torch::Tensor& inputs, const torch::Tensor& targets,
-                                      const DropoutMasks* masks);
+torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& tables, const torch::Tensor& inputs,
+                                      const torch::Tensor& targets, const DropoutMasks* masks,
+                                      PositionalTables* table_grads = nullptr);
+
+// The forward pass without dropout (evaluation): logits (M, N, T, V) of inputs (M, N, T),
+// the same numbers as the training step's forward. attention_out, when given, receives
+// each block's attention weights (M, N, H, T, T).
+torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& tables, const torch::Tensor& inputs,
+                                std::vector<torch::Tensor>* attention_out = nullptr);
 
 }  // namespace copytask

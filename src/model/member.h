@@ -1,25 +1,24 @@
 #pragma once
-// What makes one member of a batch: its scheme's name, seed, positional scheme and causal
-// flag. A light header (no tensors), so the command line can speak of members.
+// What makes one member of a batch: its scheme's name, seed, positional scheme with its
+// options, and causal flag. Plain data (no tensors), so the command line can speak of members.
 #include <cstdint>
 #include <string>
-#include <vector>
+#include <utility>
+
+#include "config/config.h"
 
 namespace copytask {
 
 struct MemberSpec {
-  std::string scheme;
+  MemberSpec(std::string scheme_ = "", int64_t seed_ = 0, std::string positional_ = "none", bool causal_ = false,
+             PositionalOptions options_ = {})
+      : scheme(std::move(scheme_)), seed(seed_), positional(std::move(positional_)), causal(causal_),
+        options(std::move(options_)) {}
+  std::string scheme;       // the study's name for the member's arm, e.g. "alibi+causal"
   int64_t seed = 0;
-  std::string positional = "none";
+  std::string positional;   // its positional scheme (model.positional)
   bool causal = false;
+  PositionalOptions options;
 };
-
-// Member specs of one scheme: one member per seed.
-inline std::vector<MemberSpec> members_of(const std::string& scheme, const std::string& positional, bool causal,
-                                          const std::vector<int64_t>& seeds) {
-  std::vector<MemberSpec> members;
-  for (int64_t seed : seeds) members.push_back(MemberSpec{scheme, seed, positional, causal});
-  return members;
-}
 
 }  // namespace copytask

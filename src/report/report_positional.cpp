@@ -1,7 +1,9 @@
 // The positional-encoding section of the report, from positional.json: for each scheme's
 // first seed, what its kind records. Additive tables (sinusoidal, learned): dot-product and
 // cosine similarity between positions and a 2-D PCA (for learned, also its path over
-// training); RoPE: the relative kernel; ALiBi: each head's bias. What is drawn follows the
+// training); RoPE: the relative kernel; score biases (ALiBi, T5, dynamic, KERPLE, FIRE): each
+// head's bias, as a map and against the signed distance, and the values the scheme
+// reports (slopes, ...). What is drawn follows the
 // keys present, not the scheme's name, so a new scheme that records the same kind of data
 // is drawn without changes here.
 #include <algorithm>
@@ -186,7 +188,54 @@ std::string kernel_block(const json& kernel, const std::string& colour, const st
          details("Table: relative kernel", table({"distance", "score"}, rows, "kernel"));
 }
 
-std::string bias_block(const json& run, bool causal, const std::string& id) {
+// The values a scheme reports beside its table (ALiBi's slopes, KERPLE's r1 and r2,
+// FIRE's c and threshold, ...): every list of numbers in the run but the tables.
+std::vector<std::pair<std::string, std::vector<double>>> reported_values(const json& run) {
+  static const std::vector<std::string> tables = {"seed", "vectors", "path", "relative_kernel", "bias", "bias_by_distance"};
+  std::vector<std::pair<std::string, std::vector<double>>> out;
+  for (const auto& item : run.items())
+    if (std::find(tables.begin(), tables.end(), item.key()) == tables.end() && item.value().is_array())
+      out.emplace_back(item.key(), numbers(&item.value()));
+  return out;
+}
+
+// The bias of each head against the signed distance d = i - j, one line per head.
+std::string bias_distance_chart(const json& by_distance, const std::string& id) {
+  const std::vector<double> distance = numbers(member(by_distance, "distance"));
+  const json* heads = member(by_distance, "heads");
+  if (distance.empty() || !heads || !heads->is_array()) return "";
+  std::vector<charts::Series> series;
+  std::vector<std::vector<Cell>> rows(distance.size());
+  std::vector<std::string> header = {"d = i - j"};
+  const double last = std::max<double>(1, static_cast<double>(heads->size()) - 1);
+  for (size_t h = 0; h < heads->size(); ++h) {
+    const std::vector<double> values = numbers(&(*heads)[h]);
+    charts::Series line;
+    line.name = "head " + std::to_string(h + 1);
+    line.colour = html::hex(html::viridis(heads->size() == 1 ? 0.3 : 0.85 * static_cast<double>(h) / last));
+    line.markers = true;
+    header.push_back(line.name);
+    for (size_t k = 0; k < distance.size() && k < values.size(); ++k) {
+      line.x.push_back(distance[k]);
+      line.y.push_back(values[k]);
+      line.tips.push_back(line.name + ", d = " + html::compact(distance[k]) + ": bias " + html::fixed(values[k], 4));
+      if (h == 0) rows[k].push_back(number_cell(distance[k], 0));
+      rows[k].push_back(number_cell(values[k], 4));
+    }
+    series.push_back(std::move(line));
+  }
+  charts::Axes axes;
+  axes.x_label = "signed distance d = i - j (query minus key; d > 0: the key is to the left)";
+  axes.y_label = "score bias";
+  axes.zero_line = true;
+  return figure(charts::line_chart(series, {"bias-distance", id + "-distance", "Score bias against the distance"}, axes,
+                                   760, 300),
+                "Each head's bias as a function of the signed distance between query and key at the end of training "
+                "(the mean over the pairs at that distance; a purely relative bias is the same for all of them).") +
+         details("Table: bias by distance", table(header, rows, "bias-distance"));
+}
+
+std::string bias_block(const json& run, const std::string& positional, bool causal, const std::string& id) {
   const std::vector<double> slopes = numbers(member(run, "slopes"));
   const json* bias = member(run, "bias");
   std::vector<std::vector<std::vector<double>>> heads;
@@ -220,15 +269,32 @@ std::string bias_block(const json& run, bool causal, const std::string& id) {
   }
   std::string out;
   if (!grid.empty()) {
-    const charts::ColourScale scale{charts::ColourScale::Kind::sequential, lo, hi, "ALiBi bias"};
-    out += figure(charts::heatmap_grid(grid, scale, {"alibi-bias", id + "-bias", "ALiBi bias per head"},
+    const std::string what = positional == "alibi"
+                                 ? "ALiBi adds <code>-slope &times; |i - j|</code> (by its direction) to the attention "
+                                   "score of query i on key j"
+                                 : html::escape(positional) + " adds this learned bias to the attention score of "
+                                                              "query i on key j";
+    const charts::ColourScale scale{charts::ColourScale::Kind::sequential, lo, hi, "score bias"};
+    out += figure(charts::heatmap_grid(grid, scale, {"score-bias", id + "-bias", "Score bias per head"},
                                        cell_size(heads[0].size()), "masked (causal)"),
-                  "ALiBi adds <code>-slope &times; |i - j|</code> to the attention score of query i on key j" +
-                      std::string(causal ? "; under the causal mask the keys after the query are masked." : "."));
+                  what + std::string(causal ? "; under the causal mask the keys after the query are masked." : "."));
   }
-  std::vector<std::vector<Cell>> rows;
-  for (size_t h = 0; h < slopes.size(); ++h) rows.push_back({number_cell(static_cast<double>(h + 1), 0), number_cell(slopes[h], 6)});
-  if (!rows.empty()) out += table({"head", "slope"}, rows, "slopes");
+  if (const json* by_distance = member(run, "bias_by_distance")) out += bias_distance_chart(*by_distance, id);
+  // The reported values, one row per head.
+  const auto values = reported_values(run);
+  size_t rows_needed = 0;
+  for (const auto& [key, list] : values) rows_needed = std::max(rows_needed, list.size());
+  if (!values.empty()) {
+    std::vector<std::string> header = {"head"};
+    for (const auto& [key, list] : values) header.push_back(key);
+    std::vector<std::vector<Cell>> rows;
+    for (size_t h = 0; h < rows_needed; ++h) {
+      std::vector<Cell> row = {number_cell(static_cast<double>(h + 1), 0)};
+      for (const auto& [key, list] : values) row.push_back(h < list.size() ? number_cell(list[h], 6) : text_cell(""));
+      rows.push_back(std::move(row));
+    }
+    out += table(header, rows, "slopes");
+  }
   if (!tables.empty()) out += details("Tables: bias per head", tables);
   return out;
 }
@@ -264,7 +330,7 @@ std::string section_positional(const StudyView& view) {
     std::string body;
     if (const json* vectors = member(run, "vectors")) body += vectors_block(*vectors, member(run, "path"), id);
     if (const json* kernel = member(run, "relative_kernel")) body += kernel_block(*kernel, view.colour(name), id);
-    if (member(run, "bias") || member(run, "slopes")) body += bias_block(run, causal, id);
+    if (member(run, "bias") || member(run, "slopes")) body += bias_block(run, kind, causal, id);
     if (body.empty())
       body = note(kind == "none" ? "No positional encoding: the model sees the tokens as an unordered set, "
                                    "nothing to draw."

@@ -33,6 +33,19 @@ nlohmann::json run_info_json(const RunInfo& info) {
                         {"status", info.status},
                         {"members_trained", info.members_trained},
                         {"members_skipped", info.members_skipped}};
+  // training_step: the step every batch ran on ("fused CPU", "autograd"), or the distinct
+  // ones comma-separated when batches differ; null before any batch ran.
+  std::string steps;
+  nlohmann::json batches = nlohmann::json::array();
+  for (const auto& batch : info.batches) {
+    if (steps.find(batch.training_step) == std::string::npos)
+      steps += (steps.empty() ? "" : ", ") + batch.training_step;
+    nlohmann::json entry = {{"members", batch.members}, {"training_step", batch.training_step}};
+    if (!batch.fallback_reason.empty()) entry["fallback_reason"] = batch.fallback_reason;
+    batches.push_back(entry);
+  }
+  out["training_step"] = steps.empty() ? nlohmann::json(nullptr) : nlohmann::json(steps);
+  out["batches"] = batches;
   if (!info.shard.empty()) out["shard"] = info.shard;
   if (!info.error.empty()) out["error"] = info.error;
   return out;

@@ -9,6 +9,13 @@
 
 namespace copytask {
 
+// One batch of members this run trained, and the training step that trained it.
+struct BatchRecord {
+  std::vector<std::string> members;  // "rope/seed-0", ...
+  std::string training_step;         // "fused CPU" or "autograd"
+  std::string fallback_reason;       // why a CPU batch ran on the autograd step ("" otherwise)
+};
+
 struct RunInfo {
   std::string command;      // the command line, to rerun it
   std::string device;       // "cpu", "cuda:0"
@@ -20,6 +27,7 @@ struct RunInfo {
   std::string shard;        // "2/3" for `--shard 2/3`; empty for a whole study
   std::vector<std::string> members_trained;  // "rope/seed-0", ... trained by this invocation
   int64_t members_skipped = 0;               // already complete in the folder (a resumed study)
+  std::vector<BatchRecord> batches;          // in the order they trained
 };
 
 nlohmann::json run_info_json(const RunInfo& info);

@@ -60,14 +60,16 @@ nlohmann::json position_vectors_json(const torch::Tensor& vectors, PositionPca* 
   return out;
 }
 
-nlohmann::json relative_kernel_json(const std::string& positional, int64_t positions, int64_t head_dim) {
-  auto scheme = positional_scheme(positional, positions, head_dim, torch::kCPU);
-  auto q = torch::ones({positions, head_dim});                 // (T, Dh): the same content everywhere
-  auto k = torch::ones({positions, head_dim});                 // (T, Dh)
-  scheme->rotate_qk(q, k);
-  auto scores = q.to(torch::kFloat64).mm(k.to(torch::kFloat64).t()) / static_cast<double>(head_dim);  // (T, T) [m][n]
+nlohmann::json relative_kernel_json(const torch::Tensor& angles) {
+  const int64_t T = angles.size(0), head_dim = 2 * angles.size(1);
+  // Turned in float32, as the model turns q and k; the products in float64.
+  auto cos = angles.to(torch::kFloat32).cos(), sin = angles.to(torch::kFloat32).sin();  // (T, Dh/2)
+  auto ones = torch::ones({T, head_dim});                                                // (T, Dh): the same content everywhere
+  auto q = rotate_pairs(ones, cos, sin).to(torch::kFloat64);                             // (T, Dh)
+  auto k = rotate_pairs(ones, cos, sin).to(torch::kFloat64);                             // (T, Dh)
+  auto scores = q.mm(k.t()) / static_cast<double>(head_dim);                             // (T, T) [m][n]
   nlohmann::json distance = nlohmann::json::array(), score = nlohmann::json::array();
-  for (int64_t d = -(positions - 1); d <= positions - 1; ++d) {
+  for (int64_t d = -(T - 1); d <= T - 1; ++d) {
     // The diagonal m - n = d: torch's diagonal(offset) takes n - m = offset.
     const double mean = scores.diagonal(-d).mean().item<double>();
     distance.push_back(d);
@@ -76,28 +78,49 @@ nlohmann::json relative_kernel_json(const std::string& positional, int64_t posit
   return {{"distance", distance}, {"score", score}, {"head_dim", head_dim}};
 }
 
-nlohmann::json positional_member_json(const std::string& positional, int64_t seed, int64_t positions, int64_t embed,
-                                      int64_t heads, const torch::Tensor& learned_table,
+nlohmann::json bias_by_distance_json(const torch::Tensor& bias) {
+  const int64_t H = bias.size(0), T = bias.size(1);
+  auto b = bias.to(torch::kFloat64);
+  nlohmann::json distance = nlohmann::json::array(), heads = nlohmann::json::array();
+  for (int64_t d = -(T - 1); d <= T - 1; ++d) distance.push_back(d);
+  for (int64_t h = 0; h < H; ++h) {
+    nlohmann::json values = nlohmann::json::array();
+    for (int64_t d = -(T - 1); d <= T - 1; ++d)
+      values.push_back(std::round(b[h].diagonal(-d).mean().item<double>() * 1e6) / 1e6);  // i - j = d
+    heads.push_back(values);
+  }
+  return {{"distance", distance}, {"heads", heads}};
+}
+
+nlohmann::json positional_member_json(PositionalScheme& scheme, int64_t seed, int64_t positions,
                                       const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path) {
-  const int64_t head_dim = embed / heads;
-  auto scheme = positional_scheme(positional, positions, head_dim, torch::kCPU);
+  torch::NoGradGuard no_grad;
   nlohmann::json out = {{"seed", seed}};
-  if (scheme->adds_learned_table() && learned_table.defined()) {
-    PositionPca pca;
-    out["vectors"] = position_vectors_json(learned_table.cpu(), &pca);
-    nlohmann::json path = nlohmann::json::array();
-    for (const auto& [step, table] : learned_path)
-      path.push_back({{"step", step}, {"points", position_projection_json(table.cpu(), pca)}});
-    out["path"] = path;
+  const torch::Tensor table = scheme.hook() == PositionalHook::none ? torch::Tensor()
+                                                                     : scheme.table(positions).detach().cpu();
+  switch (scheme.hook()) {
+    case PositionalHook::additive: {
+      PositionPca pca;
+      out["vectors"] = position_vectors_json(table, &pca);
+      if (scheme.learned()) {
+        nlohmann::json path = nlohmann::json::array();
+        for (const auto& [step, snapshot] : learned_path)
+          path.push_back({{"step", step}, {"points", position_projection_json(snapshot.cpu(), pca)}});
+        out["path"] = path;
+      }
+      break;
+    }
+    case PositionalHook::rotation: out["relative_kernel"] = relative_kernel_json(table); break;
+    case PositionalHook::score_bias: {
+      nlohmann::json per_head = nlohmann::json::array();
+      for (int64_t h = 0; h < table.size(0); ++h) per_head.push_back(matrix_json(table[h]));
+      out["bias"] = per_head;
+      out["bias_by_distance"] = bias_by_distance_json(table);
+      break;
+    }
+    case PositionalHook::none: break;
   }
-  if (auto table = scheme->additive(positions, embed); table.defined()) out["vectors"] = position_vectors_json(table.cpu());
-  if (scheme->rotates_qk()) out["relative_kernel"] = relative_kernel_json(positional, positions, head_dim);
-  if (auto bias = scheme->score_bias(heads, positions); bias.defined()) {
-    nlohmann::json per_head = nlohmann::json::array();
-    for (int64_t h = 0; h < heads; ++h) per_head.push_back(matrix_json(bias[h].cpu()));
-    out["bias"] = per_head;
-    if (positional == "alibi") out["slopes"] = alibi_slopes(heads);
-  }
+  for (const auto& [key, values] : scheme.reported_values()) out[key] = values;
   return out;
 }
 

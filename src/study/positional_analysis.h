@@ -4,8 +4,8 @@
 //   additive (fixed or learned table): position-by-position dot product and cosine
 //     similarity, and a 2-D PCA of the T position vectors; a learned table also gets its
 //     path over training, each evaluation's table projected on the final PCA axes;
-//   rotate_qk: the relative score kernel, q_m . k_n of equal contents as a function of m - n;
-//   score_bias: each head's (T, T) bias.
+//   rotation: the relative score kernel, q_m . k_n of equal contents as a function of m - n;
+//   score_bias: each head's (T, T) bias, and its mean as a function of the signed distance.
 // Shapes: T positions, D embed, H heads, Dh = D / H.
 #include <cstdint>
 #include <string>
@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
+
+#include "model/positional.h"
 
 namespace copytask {
 
@@ -34,16 +36,23 @@ PositionPca position_pca(const torch::Tensor& vectors);
 // vectors (T, D) projected on a PCA's axes -> Tx2 points.
 nlohmann::json position_projection_json(const torch::Tensor& vectors, const PositionPca& pca);
 
-// The relative kernel of a rotating scheme: q = k = ones(Dh) at every position, rotated
-// by the scheme, score(d) = mean over m - n = d of q_m . k_n / Dh, for d = -(T-1) .. T-1.
-// -> {"distance": [...], "score": [...], "head_dim": Dh}
-nlohmann::json relative_kernel_json(const std::string& positional, int64_t positions, int64_t head_dim);
+// The relative kernel of a rotation table: q = k = ones(Dh) at every position, turned by
+// the angles (T, Dh/2), score(d) = mean over m - n = d of q_m . k_n / Dh, for
+// d = -(T-1) .. T-1. -> {"distance": [...], "score": [...], "head_dim": Dh}
+nlohmann::json relative_kernel_json(const torch::Tensor& angles);
 
-// One member's entry of positional.json: {"seed", plus the fields of its scheme's hook}.
-// learned_table: the member's final (T, D) table (learned schemes); learned_path: its
-// table at each evaluation, (step, (T, D)).
-nlohmann::json positional_member_json(const std::string& positional, int64_t seed, int64_t positions, int64_t embed,
-                                      int64_t heads, const torch::Tensor& learned_table,
+// A score-bias table (H, T, T) as a function of the signed distance d = i - j (query minus
+// key): per head, the mean of bias[h, i, j] over i - j = d (a relative bias depends on d
+// alone; FIRE's also on i). -> {"distance": [-(T-1) .. T-1], "heads": [H][2T-1]}
+nlohmann::json bias_by_distance_json(const torch::Tensor& bias);
+
+// One member's entry of positional.json, by its scheme's hook: {"seed", plus
+//   additive: "vectors" (and "path" for a learned table: learned_path, its table at each
+//             evaluation, (step, (T, D)), projected on the final PCA axes);
+//   rotation: "relative_kernel";
+//   score_bias: "bias" [H][T][T] and "bias_by_distance";
+// and the values the scheme reports (ALiBi's "slopes", KERPLE's "r1", "r2", ...)}.
+nlohmann::json positional_member_json(PositionalScheme& scheme, int64_t seed, int64_t positions,
                                       const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path);
 
 }  // namespace copytask

@@ -31,17 +31,26 @@ std::string batch_key(const Config& config) {
   nlohmann::json j = config_to_json(config);
   j["model"].erase("positional");
   j["model"].erase("causal");
+  for (const auto& key : positional_option_keys()) j["model"].erase(key);
   j["train"].erase("seeds");
   j.erase("compare");
   j.erase("report");
   return j.dump();
 }
 
-// A config as study.json compares it on a rerun: without the keys that may differ between
-// the machines that train one study.
+// A config as study.json compares it on a rerun: read back as a config (so keys a newer
+// copytask added hold their defaults, as they did for the run that wrote it), without the
+// keys that may differ between the machines that train one study.
 nlohmann::json comparable(nlohmann::json config) {
-  config["train"].erase("device");
-  config["train"].erase("threads");
+  try {
+    config = config_to_json(config_from_json(config));
+  } catch (const std::exception&) {
+    // Not a config this copytask reads: compared as it is, so it differs.
+  }
+  if (config.is_object() && config.contains("train")) {
+    config["train"].erase("device");
+    config["train"].erase("threads");
+  }
   return config;
 }
 
@@ -168,7 +177,7 @@ std::vector<MemberSpec> study_batch_specs(const std::vector<StudyMember>& batch)
   std::vector<MemberSpec> specs;
   for (const auto& member : batch)
     specs.push_back(MemberSpec{member.scheme->name, member.seed, member.scheme->config.model.positional,
-                               member.scheme->config.model.causal});
+                               member.scheme->config.model.causal, member.scheme->config.model.positional_options});
   return specs;
 }
 
@@ -235,14 +244,36 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
   if (fs::exists(fs::path(out_dir) / "results.json") || fs::exists(fs::path(out_dir) / "config.json"))
     throw ConfigError("--out " + out_dir + " holds results that are not a resumable study (no study.json); "
                       "choose another folder or remove it first");
-  // The folder (or the nearest part of its path that exists) must be writable, or the
-  // study would fail only after training.
-  fs::path existing = fs::absolute(out_dir);
-  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
-    existing = existing.parent_path();
-  if (!fs::is_directory(existing) || ::access(existing.c_str(), W_OK | X_OK) != 0)
-    throw ConfigError("--out " + out_dir + ": cannot create or write there (" + existing.string() +
-                      " is not a writable folder); choose another path");
+  // The folder must be creatable and writable, or the study would fail only after training.
+  // Found by doing it: create the folder (and its missing parents) and a file in it, then
+  // remove what was made. (access() says yes to root on a read-only mount and on /proc or
+  // /sys, where mkdir then fails.)
+  const fs::path target = fs::absolute(out_dir);
+  fs::path first_missing;  // the outermost folder of the path that does not exist yet
+  for (fs::path p = target; !p.empty() && !fs::exists(p) && p != p.parent_path(); p = p.parent_path()) first_missing = p;
+  std::string problem;
+  std::error_code error;
+  fs::create_directories(target, error);
+  if (error) {
+    problem = error.message();
+  } else {
+    const fs::path probe = target / (".copytask-probe-" + std::to_string(::getpid()));
+    try {
+      file_write_atomic(probe.string(), "probe");
+    } catch (const std::exception& write_error) {
+      problem = write_error.what();
+    }
+    fs::remove(probe, error);
+  }
+  // Only the empty folders this made: a shard starting beside us may already write there.
+  if (!first_missing.empty())
+    for (fs::path p = target;; p = p.parent_path()) {
+      fs::remove(p, error);  // removes a folder only when it is empty
+      if (p == first_missing || p == p.parent_path()) break;
+    }
+  if (!problem.empty())
+    throw ConfigError("--out " + out_dir + ": cannot create or write a folder there (" + problem +
+                      "); choose a path on a writable disk");
 }
 
 nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options) {
@@ -322,11 +353,13 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
         ProgressLine progress(options.progress_line,
                               "[" + std::to_string(b + 1) + "/" + std::to_string(batches.size()) + "]", config.train.steps);
 
-        // Learned tables at every evaluation (and at the start): their path in positional.json.
+        // Learned additive tables at every evaluation (and at the start): their path in positional.json.
         std::vector<std::vector<std::pair<int64_t, torch::Tensor>>> learned_path(M);
         auto record_learned = [&](int64_t step) {
+          torch::NoGradGuard no_grad;
           for (int64_t m = 0; m < M; ++m)
-            if (specs[m].positional == "learned") learned_path[m].emplace_back(step, model->pos_emb[m].detach().cpu().clone());
+            if (model->scheme(m).hook() == PositionalHook::additive && model->scheme(m).learned())
+              learned_path[m].emplace_back(step, model->scheme(m).table(config.task.context).detach().cpu().clone());
         };
         record_learned(0);
 
@@ -360,7 +393,18 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
             spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, config.train.steps, evaluation.seconds, line);
         };
         auto on_step = [&](int64_t step, const torch::Tensor& loss) { progress.update(step, loss); };
-        const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step);
+        BatchRecord record;
+        for (const auto& member : batch) record.members.push_back(member.name());
+        auto on_start = [&](const TrainingStep& step) {
+          record.training_step = step.name();
+          record.fallback_reason = step.fallback_reason();
+          // Never silently slower: a CPU batch off the fused step says why.
+          if (!record.fallback_reason.empty())
+            spdlog::warn("batch {}/{}: training on the autograd step, several times slower than the fused CPU step: {}",
+                         b + 1, batches.size(), record.fallback_reason);
+        };
+        const TrainOutcome outcome = train_members(model, data, config.train, on_evaluation, on_step, on_start);
+        info.batches.push_back(record);
 
         // Outputs and attention maps of every member on the probes.
         std::vector<torch::Tensor> probe_attention;
@@ -375,15 +419,14 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           checkpoint_save(model, m, 1, (dir / "model.pt").string());
           json_write_atomic((dir / "attention.json").string(),
                             member_attention_json(probe_attention, probe_outputs, m, probe_inputs_json));
-          const torch::Tensor learned_table = model->pos_emb[m].detach().cpu();
           json_write_atomic((dir / "positional.json").string(),
-                            positional_member_json(specs[m].positional, specs[m].seed, config.task.context,
-                                                   config.model.embed, config.model.heads, learned_table, learned_path[m]));
+                            positional_member_json(model->scheme(m), specs[m].seed, config.task.context, learned_path[m]));
           RunRecord run = run_record_of(specs[m].seed, outcome.final.train[m], outcome.final.test[m]);
           run.steps = outcome.steps;
           run.seconds = outcome.seconds;
           run.batch_members = M;
           nlohmann::json result = run_record_json(run);
+          result["training_step"] = outcome.training_step;
           result["scheme"] = scheme.name;
           result["positional"] = scheme.config.model.positional;
           result["causal"] = scheme.config.model.causal;

@@ -35,7 +35,8 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   result.members = model->member_count();
   result.batch_size = training_step.batch_size();
   result.positions = config.task.context;
-  result.step = training_step.fused() ? "fused CPU" : "autograd";
+  result.step = training_step.name();
+  result.fallback_reason = training_step.fallback_reason();
   result.step_seconds_min = sorted.front();
   result.step_seconds_median = sorted.size() % 2 ? sorted[sorted.size() / 2]
                                                  : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
@@ -51,6 +52,7 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"members", r.members},
           {"batch_size", r.batch_size},
           {"training_step", r.step},
+          {"fallback_reason", r.fallback_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fallback_reason)},
           {"examples_per_step", r.members * r.batch_size},
           {"step_seconds", r.step_seconds},
           {"step_seconds_min", r.step_seconds_min},

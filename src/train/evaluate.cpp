@@ -1,6 +1,17 @@
 #include "train/evaluate.h"
 
+#include <torch/torch.h>
+
+#include "model/fused_cpu.h"
+
 namespace copytask {
+
+torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out) {
+  torch::NoGradGuard no_grad;
+  if (fused_cpu_unsupported(*model).empty())
+    return fused_cpu_forward(*model, model->positional_tables(inputs.size(2)), inputs, attention_out);
+  return model->forward(inputs, nullptr, attention_out);
+}
 
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                                         int64_t chunk) {
@@ -18,7 +29,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     const int64_t n = std::min(chunk, N - start);
     auto x = inputs.narrow(0, start, n).unsqueeze(0).expand({M, n, T});   // (M, n, T)
     auto y = targets.narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
-    auto logits = model->forward(x);                                      // (M, n, T, V)
+    auto logits = model_logits(model, x);                                 // (M, n, T, V)
     loss_sum += member_losses(logits, y).to(torch::kFloat64) * static_cast<double>(n);
     auto correct = logits.argmax(-1).eq(y);                               // (M, n, T)
     token_sum += correct.sum({1, 2}).to(torch::kFloat64);
@@ -52,7 +63,7 @@ torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs, std::v
   model->eval();
   const int64_t M = model->member_count();
   auto x = inputs.unsqueeze(0).expand({M, inputs.size(0), inputs.size(1)});  // (M, N, T)
-  auto tokens = model->forward(x, nullptr, attention_out).argmax(-1);         // (M, N, T)
+  auto tokens = model_logits(model, x, attention_out).argmax(-1);             // (M, N, T)
   if (was_training) model->train();
   return tokens;
 }

@@ -17,6 +17,11 @@ struct SplitScores {
   std::vector<double> exact_by_length;
 };
 
+// The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
+// pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
+// attention_out, when given, receives each block's weights (M, N, H, T, T).
+torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out = nullptr);
+
 // inputs, targets: (N, T) int64 on the model's device. One entry per member.
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                                         int64_t chunk = 1024);

@@ -46,6 +46,8 @@ TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainCon
       batch_size_(full_batch_ ? data.train_inputs.size(0) : train.batch_size),
       cpu_chunk_examples_(std::max<int64_t>(1, options.cpu_chunk_examples)),
       fused_(options.fused_cpu && fused_cpu_unsupported(*model).empty()) {
+  if (!fused_ && model->device().is_cpu())
+    fallback_reason_ = options.fused_cpu ? fused_cpu_unsupported(*model) : "the fused CPU step is switched off";
   std::vector<uint64_t> batch_seeds;
   for (const auto& member : model->members()) batch_seeds.push_back(stream_seed(member.seed, 3));
   batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, batch_seeds);
@@ -72,8 +74,14 @@ torch::Tensor TrainingStep::run() {
   // (The fused step draws each example's masks from the stream itself: no buffer.)
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B, /*with_buffer=*/!fused_));
   if (fused_) {
-    // The whole batch, example by example, gradients set (not accumulated).
-    const torch::Tensor member_loss = fused_cpu_loss_backward(*model_, inputs, targets, masks ? &*masks : nullptr);
+    // The whole batch, example by example, gradients set (not accumulated); then the
+    // tables' gradients on to the schemes' parameters.
+    const PositionalTables tables = model_->positional_tables(T);
+    PositionalTables table_grads;
+    const bool learned = tables.any_learned();
+    const torch::Tensor member_loss =
+        fused_cpu_loss_backward(*model_, tables, inputs, targets, masks ? &*masks : nullptr, learned ? &table_grads : nullptr);
+    if (learned) model_->positional_backward(tables, table_grads);
     optimizer_.step();
     return member_loss;
   }
@@ -102,9 +110,12 @@ torch::Tensor TrainingStep::run() {
 }
 
 TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
-                           const EvaluationCallback& on_evaluation, const StepCallback& on_step) {
+                           const EvaluationCallback& on_evaluation, const StepCallback& on_step,
+                           const StartCallback& on_start) {
   TrainingStep training_step(model, data, train);
+  if (on_start) on_start(training_step);
   TrainOutcome outcome;
+  outcome.training_step = training_step.name();
   const auto loop_start = std::chrono::steady_clock::now();
   double evaluation_seconds = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {

@@ -4,6 +4,7 @@
 // eval_every steps and at the last one. Shapes: M members, B batch, N examples, T positions.
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/optim/adam.h>
@@ -33,6 +34,7 @@ struct TrainOutcome {
   Evaluation final;      // the evaluation after the last step
   int64_t steps = 0;
   double seconds = 0;    // wall time of the whole loop, evaluations included
+  std::string training_step;  // TrainingStep::name()
 };
 
 class MemberBatcher;
@@ -65,6 +67,10 @@ class TrainingStep {
   torch::Tensor run();
   int64_t batch_size() const { return batch_size_; }  // examples per member per step
   bool fused() const { return fused_; }                 // runs model/fused_cpu.h's step
+  // Which step runs, as run.json, result.json and bench record it: "fused CPU" or "autograd".
+  std::string name() const { return fused_ ? "fused CPU" : "autograd"; }
+  // Why a CPU batch runs on the autograd step ("" when it does not, or off the CPU).
+  const std::string& fallback_reason() const { return fallback_reason_; }
 
  private:
   Encoder& model_;
@@ -76,15 +82,19 @@ class TrainingStep {
   int64_t batch_size_;
   int64_t cpu_chunk_examples_;  // full batch on the CPU: examples per member per chunk
   bool fused_;
+  std::string fallback_reason_;
   torch::Tensor full_inputs_, full_targets_;  // (M, N, T) views of the train split, full batch only
 };
 
 // Called after every evaluation (to append metrics), and after every step with each
 // member's loss (M), detached, for a progress display (reading it synchronises a GPU).
+// Called once before the first step with the step that will train (to log which it is).
 using EvaluationCallback = std::function<void(const Evaluation&)>;
 using StepCallback = std::function<void(int64_t step, const torch::Tensor& member_loss)>;
+using StartCallback = std::function<void(const TrainingStep&)>;
 
 TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainConfig& train,
-                           const EvaluationCallback& on_evaluation, const StepCallback& on_step = nullptr);
+                           const EvaluationCallback& on_evaluation, const StepCallback& on_step = nullptr,
+                           const StartCallback& on_start = nullptr);
 
 }  // namespace copytask

@@ -84,7 +84,7 @@ def run_study(copytask, workdir):
 
 # ---- What the page must show -----------------------------------------------------------------------
 
-HEATMAPS = {"attention", "heatmap-cosine", "heatmap-dot", "alibi-bias"}
+HEATMAPS = {"attention", "heatmap-cosine", "heatmap-dot", "score-bias"}
 
 
 def expected_charts(study):
@@ -98,7 +98,7 @@ def expected_charts(study):
     for scheme in positional["schemes"].values():
         run = scheme["runs"][0]
         for key, kinds in (("vectors", ["heatmap-cosine", "heatmap-dot", "pca"]), ("path", ["pca-path"]),
-                           ("relative_kernel", ["rope-kernel"]), ("bias", ["alibi-bias"])):
+                           ("relative_kernel", ["rope-kernel"]), ("bias", ["score-bias", "bias-distance"])):
             if key in run:
                 for kind in kinds:
                     expected[kind] = expected.get(kind, 0) + 1
@@ -216,7 +216,7 @@ def main():
                 # near 0, so only a few of their pixels need to be strongly coloured.
                 cells = pixel_stats(image, chart["cells"])
                 causal = "alibi-causal" in name
-                least = (0.3 if causal else 0.5) if chart["kind"] in ("attention", "alibi-bias") else 0.03
+                least = (0.3 if causal else 0.5) if chart["kind"] in ("attention", "score-bias") else 0.03
                 if not chart["cells"] or cells["painted"] < 0.7 * cells["pixels"]:
                     problems.append("%s: its maps are not painted (%d of %d pixels)"
                                     % (name, cells["painted"], cells["pixels"]))

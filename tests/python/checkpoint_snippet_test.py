@@ -30,12 +30,23 @@ assert re.search(r'^member = ".*"', snippet, re.M), "the snippet names its membe
 
 study = tempfile.mkdtemp(prefix="copytask_snippet_")
 try:
+    # Every scheme, and the options that change its table, trained for real (their
+    # learned parameters moved away from their starting values).
     schemes = [
+        {"name": "none", "model.positional": "none"},
         {"name": "sinusoidal", "model.positional": "sinusoidal"},
         {"name": "learned", "model.positional": "learned"},
         {"name": "rope", "model.positional": "rope"},
+        {"name": "rope-partial", "model.positional": "rope", "model.rope_fraction": 0.5, "model.rope_base": 100},
         {"name": "alibi-2h", "model.positional": "alibi", "model.heads": 2},
         {"name": "alibi+causal", "model.positional": "alibi", "model.causal": True},
+        {"name": "alibi-offset", "model.positional": "alibi", "model.alibi_direction": "offset", "model.alibi_slopes": [0.5]},
+        {"name": "alibi-two-sided", "model.positional": "alibi", "model.alibi_direction": "two-sided",
+         "model.alibi_learned": True},
+        {"name": "t5", "model.positional": "t5"},
+        {"name": "dynamic", "model.positional": "dynamic", "model.dynamic_log_distance": True},
+        {"name": "kerple", "model.positional": "kerple"},
+        {"name": "fire+causal", "model.positional": "fire", "model.causal": True},
     ]
     command = [args.copytask, "compare", "task.examples=400", "model.embed=8", "model.hidden=16", "train.steps=60",
                "train.batch_size=32", "train.eval_every=30", "train.lr=0.01", "train.seeds=[0]", "train.device=cpu",
@@ -57,7 +68,13 @@ try:
             difference = (weights[0].double() - torch.tensor(probe["attention"][layer], dtype=torch.float64)).abs().max().item()
             worst = max(worst, difference)
             assert difference < 1e-5, "%s layer %d: attention differs by %g" % (scheme["name"], layer, difference)
-        print("%-13s output %s, attention maxdiff %.2g" % (scheme["name"], probe["output"], worst))
+        print("%-15s output %s, attention maxdiff %.2g" % (scheme["name"], probe["output"], worst))
+    # A scheme copytask_forward.py does not know is refused, not run as another.
+    try:
+        scope["forward"](scope["params"], dict(scope["model"], positional="xpos"), scope["tokens"])
+        raise AssertionError("copytask_forward ran an unknown scheme")
+    except ValueError as error:
+        assert "xpos" in str(error), error
     print("the README snippet reproduces copytask's outputs and attention (maxdiff %.2g), torch %s" % (worst, torch.__version__))
 finally:
     shutil.rmtree(study, ignore_errors=True)

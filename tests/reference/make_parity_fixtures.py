@@ -2,30 +2,36 @@
 """Independent PyTorch reference implementation of the copytask transformer.
 
 This script is the *reference* side of the C++ (LibTorch) parity tests.  It is
-written from the model specification the plain PyTorch way -- a single model,
-an ``nn.Module`` with explicit, readable ops, everything in float64 -- and is
-deliberately NOT derived from (or a transliteration of) the C++ code.  Its
-only job is to produce numbers the C++ model must reproduce.
+written from the model specification (and the positional schemes' written
+definitions) the plain PyTorch way -- a single model, ``nn.Module``s with
+explicit, readable ops, everything in float64 -- and is deliberately NOT
+derived from (or a transliteration of) the C++ code.  Its only job is to
+produce numbers the C++ model must reproduce.
 
 Model (pre-LN transformer encoder, no dropout):
 
-    x = tok_emb[tokens]   (+ sinusoidal PE | + pos_emb, for those schemes)
+    x = tok_emb[tokens]   (+ sinusoidal PE | + positional.table, for those schemes)
     for each block:
-        x = x + Attn(LN1(x))    # RoPE on q/k, ALiBi bias, causal mask optional
+        x = x + Attn(LN1(x))    # q/k rotation (RoPE), score bias (ALiBi, T5,
+                                # dynamic, KERPLE, FIRE), causal mask optional
         x = x + FF(LN2(x))      # relu MLP
     logits = LN_f(x) @ W_head + b_head
     loss = mean cross-entropy over all B*T positions
 
-All weight matrices are stored in the (in, out) layout, i.e. ``y = x @ W``.
+Attention: scores = q k^T / sqrt(Dh) + bias[h, i, j], then the causal -inf
+mask (j > i), applied last.  d = i - j is the signed distance (d > 0: the key
+is to the left of the query).  All weight matrices are stored in the (in, out)
+layout, i.e. ``y = x @ W``; a scheme's parameters are ``positional.<name>``.
 
-For each positional scheme (none, sinusoidal, learned, rope, alibi) and each
-causal flag (false, true) it writes ``parity_<scheme>[_causal].json`` with the
-config, tokens, targets, all parameters, logits, loss, gradients of the loss
-with respect to every parameter, and the attention probabilities of every
-block.  Before writing, a number of self-checks are asserted (RoPE properties,
-ALiBi slopes, causality, a cross-check of the blocks against
-``nn.TransformerEncoderLayer`` for the non-RoPE schemes, and a finite
-difference check of the gradients).
+For each variant of VARIANTS (a scheme and its options) and each causal flag
+(false, true) it writes ``parity_<variant>[_causal].json`` with the config
+(options included), tokens, targets, all parameters, logits, loss, gradients of
+the loss with respect to every parameter, and the attention probabilities of
+every block.  Before writing, a number of self-checks are asserted: every
+scheme's table against its closed form computed a second way, RoPE properties,
+causality, a cross-check of the blocks against ``nn.TransformerEncoderLayer``
+for every scheme without q/k rotation, and a finite difference check of the
+gradients of every parameter.
 
 Usage:
     /usr/bin/python3 tests/reference/make_parity_fixtures.py [--out tests/fixtures]
@@ -53,13 +59,100 @@ HIDDEN = 12
 BATCH = 4
 LN_EPS = 1e-5
 
-SCHEMES = ["none", "sinusoidal", "learned", "rope", "alibi"]
+# (variant, scheme, options).  The order fixes the seeds: the file of variant n
+# has seed BASE_SEED + 2n (causal off) and BASE_SEED + 2n + 1 (causal on).
+VARIANTS = [
+    ("none", "none", {}),
+    ("sinusoidal", "sinusoidal", {}),
+    ("learned", "learned", {}),
+    ("rope", "rope", {}),
+    ("rope_partial", "rope", {"rope_fraction": 0.5, "rope_base": 100.0}),
+    ("alibi", "alibi", {}),
+    ("alibi_offset", "alibi", {"alibi_direction": "offset", "alibi_slopes": [0.5, 0.125]}),
+    ("alibi_two_sided", "alibi", {"alibi_direction": "two-sided", "alibi_learned": True}),
+    ("alibi_learned", "alibi", {"alibi_learned": True}),
+    ("t5", "t5", {"t5_buckets": 8, "t5_max_distance": 20}),
+    ("dynamic", "dynamic", {"bias_mlp_hidden": 6}),
+    ("dynamic_log", "dynamic", {"bias_mlp_hidden": 6, "dynamic_depth": 3, "dynamic_log_distance": True}),
+    ("kerple", "kerple", {}),
+    ("fire", "fire", {"bias_mlp_hidden": 6, "fire_threshold": 4.0}),
+]
 BASE_SEED = 20240601
 
+# Every option key, its default, and the schemes that read it.
+DEFAULTS = {
+    "rope_base": 10000.0,
+    "rope_fraction": 1.0,
+    "alibi_slopes": [],
+    "alibi_right_slopes": [],
+    "alibi_direction": "symmetric",
+    "alibi_learned": False,
+    "t5_buckets": 32,
+    "t5_max_distance": 128,
+    "bias_mlp_hidden": 32,
+    "dynamic_depth": 2,
+    "dynamic_log_distance": False,
+    "fire_threshold": 0.0,
+}
+SCHEME_OPTIONS = {
+    "none": [], "sinusoidal": [], "learned": [], "kerple": [],
+    "rope": ["rope_base", "rope_fraction"],
+    "alibi": ["alibi_slopes", "alibi_right_slopes", "alibi_direction", "alibi_learned"],
+    "t5": ["t5_buckets", "t5_max_distance"],
+    "dynamic": ["bias_mlp_hidden", "dynamic_depth", "dynamic_log_distance"],
+    "fire": ["bias_mlp_hidden", "fire_threshold"],
+}
+SCHEMES = list(SCHEME_OPTIONS)
+
+
+def resolve_options(scheme, options):
+    """The variant's options over the defaults; a key of another scheme is an error."""
+    for key in options:
+        assert key in SCHEME_OPTIONS[scheme], (scheme, key)
+    resolved = {key: DEFAULTS[key] for key in SCHEME_OPTIONS[scheme]}
+    resolved.update(options)
+    return resolved
+
 
 # ----------------------------------------------------------------------------
-# Positional helpers
+# Random draws
 # ----------------------------------------------------------------------------
+
+def _uniform(gen, shape, fan_in):
+    bound = 1.0 / math.sqrt(fan_in)
+    return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2.0 - 1.0) * bound
+
+
+def _uniform_range(gen, shape, low, high):
+    return low + (high - low) * torch.rand(shape, generator=gen, dtype=DTYPE)
+
+
+def _log_rates(gen, n):
+    """log of U(0.1, 1.0), distinct per head: log-slopes, KERPLE's log r1 / log r2."""
+    values = _uniform_range(gen, (n,), 0.1, 1.0)
+    assert len(set(values.tolist())) == n
+    return values.log()
+
+
+def _ln_weight(gen, D):
+    return 1.0 + 0.1 * torch.randn(D, generator=gen, dtype=DTYPE)
+
+
+def _ln_bias(gen, D):
+    return 0.1 * torch.randn(D, generator=gen, dtype=DTYPE)
+
+
+# ----------------------------------------------------------------------------
+# Positional schemes.  Each is a module with three hooks; the base class is
+# "none" (no positions).  Parameters are drawn at random from the fixture's
+# generator (not the schemes' training init) so that the check is not trivial.
+# ----------------------------------------------------------------------------
+
+def signed_distance(T):
+    """(T, T) float d[i, j] = i - j (query row i, key column j)."""
+    pos = torch.arange(T)
+    return (pos[:, None] - pos[None, :]).to(DTYPE)
+
 
 def sinusoidal_table(T, D):
     """PE[p, 2i] = sin(p / 10000^(2i/D)), PE[p, 2i+1] = cos(p / 10000^(2i/D))."""
@@ -70,25 +163,6 @@ def sinusoidal_table(T, D):
         pe[:, 2 * i] = torch.sin(pos / denom)
         pe[:, 2 * i + 1] = torch.cos(pos / denom)
     return pe
-
-
-def rope_rotate(x):
-    """Rotate the adjacent pairs (2i, 2i+1) of the last dim of x (..., T, Dh).
-
-    theta = p * 10000^(-2i/Dh), p the position along dim -2.
-    new[2i]   = a cos(theta) - b sin(theta)
-    new[2i+1] = a sin(theta) + b cos(theta)
-    """
-    T, Dh = x.shape[-2], x.shape[-1]
-    pos = torch.arange(T, dtype=DTYPE)
-    inv_freq = torch.tensor([10000.0 ** (-2 * i / Dh) for i in range(Dh // 2)], dtype=DTYPE)
-    theta = pos[:, None] * inv_freq[None, :]          # (T, Dh/2)
-    cos, sin = torch.cos(theta), torch.sin(theta)
-    a = x[..., 0::2]
-    b = x[..., 1::2]
-    new_a = a * cos - b * sin
-    new_b = a * sin + b * cos
-    return torch.stack([new_a, new_b], dim=-1).flatten(-2)   # re-interleave
 
 
 def alibi_slopes(H):
@@ -103,30 +177,227 @@ def alibi_slopes(H):
     return power_of_2(n) + power_of_2(2 * n)[0::2][: H - n]
 
 
-def alibi_bias(H, T):
-    """(H, T, T) additive bias: -slope_h * |i - j|."""
-    slopes = torch.tensor(alibi_slopes(H), dtype=DTYPE)
-    pos = torch.arange(T)
-    dist = (pos[:, None] - pos[None, :]).abs().to(DTYPE)   # |i - j|
-    return -slopes[:, None, None] * dist[None, :, :]
+def t5_bucket(d, num_buckets, max_distance):
+    """T5's bidirectional bucket of the signed distance d = i - j (a Python int)."""
+    half = num_buckets // 2
+    bucket = half if d < 0 else 0          # keys to the right use the upper half
+    n = abs(d)
+    max_exact = half // 2
+    if n < max_exact:
+        return bucket + n
+    log_part = math.log(n / max_exact) / math.log(max_distance / max_exact) * (half - max_exact)
+    return bucket + min(half - 1, max_exact + math.floor(log_part + 1e-9))
+
+
+def _add_mlp(module, sizes, gen):
+    """Registers mlp<k>_weight (in, out) and mlp<k>_bias (out) for consecutive sizes,
+    both uniform(+-1/sqrt(fan_in))."""
+    for k, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        setattr(module, f"mlp{k}_weight", nn.Parameter(_uniform(gen, (fan_in, fan_out), fan_in)))
+        setattr(module, f"mlp{k}_bias", nn.Parameter(_uniform(gen, (fan_out,), fan_in)))
+
+
+class Positional(nn.Module):
+    """The "none" scheme, and the hooks every scheme may override."""
+
+    def add_to_embedding(self, x):   # x (B, T, D)
+        return x
+
+    def rotate(self, x):             # x (B, H, T, Dh): q or k
+        return x
+
+    def score_bias(self, T):         # (H, T, T), added after the 1/sqrt(Dh) scaling
+        return None
+
+
+class Sinusoidal(Positional):
+    def add_to_embedding(self, x):
+        return x + sinusoidal_table(x.shape[1], x.shape[2])
+
+
+class Learned(Positional):
+    def __init__(self, T, D, gen):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(T, D, generator=gen, dtype=DTYPE))
+
+    def add_to_embedding(self, x):
+        return x + self.table[: x.shape[1]]
+
+
+class RoPE(Positional):
+    """Rotates the pairs (2i, 2i+1) of the first 2*R2 dims of each head's q and k by
+    theta[p, i] = p * base^(-2i / (2*R2)); the other dims pass through."""
+
+    def __init__(self, Dh, base, fraction):
+        super().__init__()
+        self.base = float(base)
+        self.pairs = max(1, int(math.floor(fraction * Dh / 2)))   # R2
+        assert 2 * self.pairs <= Dh
+
+    def angles(self, T):
+        pos = torch.arange(T, dtype=DTYPE)[:, None]
+        i = torch.arange(self.pairs, dtype=DTYPE)[None, :]
+        return pos * torch.pow(torch.tensor(self.base), -2.0 * i / (2 * self.pairs))  # (T, R2)
+
+    def rotate(self, x):
+        R = 2 * self.pairs
+        turned, rest = x[..., :R], x[..., R:]
+        theta = self.angles(x.shape[-2])
+        cos, sin = torch.cos(theta), torch.sin(theta)
+        a, b = turned[..., 0::2], turned[..., 1::2]
+        turned = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+        return torch.cat([turned, rest], dim=-1)
+
+
+class ALiBi(Positional):
+    """Linear biases; direction symmetric, offset (Ruoss et al.) or two-sided."""
+
+    def __init__(self, H, slopes, right_slopes, direction, learned, gen):
+        super().__init__()
+        assert direction in ("symmetric", "offset", "two-sided"), direction
+        self.direction = direction
+        self.learned = learned
+        left = list(slopes) if slopes else alibi_slopes(H)
+        right = list(right_slopes) if right_slopes else left
+        assert len(left) == H and len(right) == H
+        if learned:
+            self.log_slopes = nn.Parameter(_log_rates(gen, H))
+            if direction == "two-sided":
+                self.log_right_slopes = nn.Parameter(_log_rates(gen, H))
+        else:
+            self.register_buffer("fixed_slopes", torch.tensor(left, dtype=DTYPE))
+            self.register_buffer("fixed_right_slopes", torch.tensor(right, dtype=DTYPE))
+
+    def slopes(self):
+        """(left slopes s, right slopes r), (H) each."""
+        if not self.learned:
+            return self.fixed_slopes, self.fixed_right_slopes
+        s = torch.exp(self.log_slopes)
+        r = torch.exp(self.log_right_slopes) if self.direction == "two-sided" else s
+        return s, r
+
+    def score_bias(self, T):
+        s, r = (v[:, None, None] for v in self.slopes())
+        d = signed_distance(T)[None]
+        if self.direction == "symmetric":
+            return -s * d.abs()
+        if self.direction == "offset":
+            return -s * (d.abs() - 0.5 * (d > 0).to(DTYPE))
+        return torch.where(d >= 0, -s * d, -r * (-d))
+
+
+class T5Bias(Positional):
+    """A learned scalar per (bucket of d, head)."""
+
+    def __init__(self, H, num_buckets, max_distance, gen):
+        super().__init__()
+        assert num_buckets % 2 == 0 and num_buckets >= 4
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.bucket_bias = nn.Parameter(0.5 * torch.randn(num_buckets, H, generator=gen, dtype=DTYPE))
+
+    def buckets(self, T):
+        return torch.tensor([[t5_bucket(i - j, self.num_buckets, self.max_distance) for j in range(T)]
+                             for i in range(T)])
+
+    def score_bias(self, T):
+        return self.bucket_bias[self.buckets(T)].permute(2, 0, 1)   # (T, T, H) -> (H, T, T)
+
+
+class DynamicBias(Positional):
+    """x-transformers' dynamic position bias: an MLP of d (or of sign(d) log(1 + |d|))."""
+
+    def __init__(self, H, width, depth, log_distance, gen):
+        super().__init__()
+        assert depth >= 1
+        self.depth, self.log_distance = depth, log_distance
+        _add_mlp(self, [1] + [width] * depth + [H], gen)
+
+    def score_bias(self, T):
+        x = signed_distance(T)
+        if self.log_distance:
+            x = torch.sign(x) * torch.log(1.0 + x.abs())
+        h = x[..., None]                                             # (T, T, 1)
+        for k in range(self.depth):
+            h = F.silu(h @ getattr(self, f"mlp{k}_weight") + getattr(self, f"mlp{k}_bias"))
+        out = h @ getattr(self, f"mlp{self.depth}_weight") + getattr(self, f"mlp{self.depth}_bias")
+        return out.permute(2, 0, 1)                                  # (H, T, T)
+
+
+class Kerple(Positional):
+    """KERPLE, logarithmic variant: -r1 * log(1 + r2 * |d|)."""
+
+    def __init__(self, H, gen):
+        super().__init__()
+        self.log_r1 = nn.Parameter(_log_rates(gen, H))
+        self.log_r2 = nn.Parameter(_log_rates(gen, H))
+
+    def score_bias(self, T):
+        r1 = torch.exp(self.log_r1)[:, None, None]
+        r2 = torch.exp(self.log_r2)[:, None, None]
+        return -r1 * torch.log(1.0 + r2 * signed_distance(T).abs()[None])
+
+
+class FIRE(Positional):
+    """FIRE (Li et al. 2023), bidirectional: an MLP of sign(d) psi(|d|) / psi(max(L, i))."""
+
+    def __init__(self, H, width, L0, gen):
+        super().__init__()
+        self.L0 = float(L0)
+        self.c = nn.Parameter(_uniform_range(gen, (1,), 0.05, 0.5))
+        while True:   # L = |threshold_scale * L0| must not tie with a position i
+            scale = _uniform_range(gen, (1,), 0.8, 1.2)
+            L = abs(scale.item() * self.L0)
+            if abs(L - round(L)) > 1e-3:
+                break
+        self.threshold_scale = nn.Parameter(scale)
+        _add_mlp(self, [1, width, H], gen)
+
+    def psi(self, z):
+        return torch.log(self.c.abs() * z + 1.0)
+
+    def threshold(self):
+        return (self.threshold_scale * self.L0).abs()               # L, (1)
+
+    def normalized_distance(self, T):
+        d = signed_distance(T)
+        rows = torch.arange(T, dtype=DTYPE)
+        scale = self.psi(torch.maximum(self.threshold(), rows)) + 1e-6   # (T): one per query i
+        return torch.sign(d) * self.psi(d.abs()) / scale[:, None]        # (T, T)
+
+    def score_bias(self, T):
+        x = self.normalized_distance(T)[..., None]                   # (T, T, 1)
+        h = torch.relu(x @ self.mlp0_weight + self.mlp0_bias)
+        out = h @ self.mlp1_weight + self.mlp1_bias                  # (T, T, H)
+        return out.permute(2, 0, 1)
+
+
+def make_positional(scheme, options, T, D, H, gen):
+    o = resolve_options(scheme, options)
+    if scheme == "none":
+        return Positional()
+    if scheme == "sinusoidal":
+        return Sinusoidal()
+    if scheme == "learned":
+        return Learned(T, D, gen)
+    if scheme == "rope":
+        return RoPE(D // H, o["rope_base"], o["rope_fraction"])
+    if scheme == "alibi":
+        return ALiBi(H, o["alibi_slopes"], o["alibi_right_slopes"], o["alibi_direction"],
+                     o["alibi_learned"], gen)
+    if scheme == "t5":
+        return T5Bias(H, o["t5_buckets"], o["t5_max_distance"], gen)
+    if scheme == "dynamic":
+        return DynamicBias(H, o["bias_mlp_hidden"], o["dynamic_depth"], o["dynamic_log_distance"], gen)
+    if scheme == "kerple":
+        return Kerple(H, gen)
+    if scheme == "fire":
+        return FIRE(H, o["bias_mlp_hidden"], o["fire_threshold"] or T, gen)
+    raise ValueError(scheme)
 
 
 # ----------------------------------------------------------------------------
 # Model
 # ----------------------------------------------------------------------------
-
-def _uniform(gen, shape, fan_in):
-    bound = 1.0 / math.sqrt(fan_in)
-    return (torch.rand(shape, generator=gen, dtype=DTYPE) * 2.0 - 1.0) * bound
-
-
-def _ln_weight(gen, D):
-    return 1.0 + 0.1 * torch.randn(D, generator=gen, dtype=DTYPE)
-
-
-def _ln_bias(gen, D):
-    return 0.1 * torch.randn(D, generator=gen, dtype=DTYPE)
-
 
 class LayerNorm(nn.Module):
     def __init__(self, D, gen):
@@ -157,10 +428,9 @@ class Linear(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, D, H, positional, causal, gen):
+    def __init__(self, D, H, causal, gen):
         super().__init__()
         self.D, self.H, self.Dh = D, H, D // H
-        self.positional = positional
         self.causal = causal
         self.qkv = Linear(D, 3 * D, gen, bias=False)
         self.proj = Linear(D, D, gen, bias=True)
@@ -169,20 +439,16 @@ class Attention(nn.Module):
         B, T, _ = t.shape
         return t.view(B, T, self.H, self.Dh).transpose(1, 2)    # (B, H, T, Dh)
 
-    def forward(self, x):
+    def forward(self, x, positional, bias):
         B, T, D = x.shape
         qkv = self.qkv(x)
-        q = self.split_heads(qkv[..., 0:D])
-        k = self.split_heads(qkv[..., D:2 * D])
+        q = positional.rotate(self.split_heads(qkv[..., 0:D]))
+        k = positional.rotate(self.split_heads(qkv[..., D:2 * D]))
         v = self.split_heads(qkv[..., 2 * D:3 * D])
 
-        if self.positional == "rope":
-            q = rope_rotate(q)
-            k = rope_rotate(k)
-
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.Dh)   # (B, H, T, T)
-        if self.positional == "alibi":
-            scores = scores + alibi_bias(self.H, T)[None]
+        if bias is not None:
+            scores = scores + bias[None]
         if self.causal:
             future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)   # j > i
             scores = scores.masked_fill(future, float("-inf"))
@@ -204,47 +470,41 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, D, H, F_, positional, causal, gen):
+    def __init__(self, D, H, F_, causal, gen):
         super().__init__()
         self.ln1 = LayerNorm(D, gen)
-        self.attn = Attention(D, H, positional, causal, gen)
+        self.attn = Attention(D, H, causal, gen)
         self.ln2 = LayerNorm(D, gen)
         self.ff = FeedForward(D, F_, gen)
 
-    def forward(self, x):
-        a, attn = self.attn(self.ln1(x))
+    def forward(self, x, positional, bias):
+        a, attn = self.attn(self.ln1(x), positional, bias)
         x = x + a
         x = x + self.ff(self.ln2(x))
         return x, attn
 
 
 class CopyTransformer(nn.Module):
-    def __init__(self, V, T, D, H, L, F_, positional, causal, gen):
+    def __init__(self, V, T, D, H, L, F_, scheme, options, causal, gen):
         super().__init__()
-        assert positional in SCHEMES
-        self.positional = positional
+        assert scheme in SCHEMES
+        self.scheme = scheme
         self.tok_emb = nn.Parameter(torch.randn(V, D, generator=gen, dtype=DTYPE))
-        # Always present (the C++ model always carries it); only used by "learned".
-        self.pos_emb = nn.Parameter(torch.randn(T, D, generator=gen, dtype=DTYPE))
-        self.blocks = nn.ModuleList(
-            [Block(D, H, F_, positional, causal, gen) for _ in range(L)])
+        # One module for the whole model: its parameters are "positional.<name>".
+        self.positional = make_positional(scheme, options, T, D, H, gen)
+        self.blocks = nn.ModuleList([Block(D, H, F_, causal, gen) for _ in range(L)])
         self.ln_f = LayerNorm(D, gen)
         self.head = Linear(D, V, gen)
 
     def embed(self, tokens):
-        T = tokens.shape[1]
-        x = self.tok_emb[tokens]
-        if self.positional == "sinusoidal":
-            x = x + sinusoidal_table(T, x.shape[-1])
-        elif self.positional == "learned":
-            x = x + self.pos_emb[:T]
-        return x
+        return self.positional.add_to_embedding(self.tok_emb[tokens])
 
     def forward(self, tokens):
         x = self.embed(tokens)
+        bias = self.positional.score_bias(tokens.shape[1])   # (H, T, T) or None, shared by the blocks
         attns = []
         for block in self.blocks:
-            x, attn = block(x)
+            x, attn = block(x, self.positional, bias)
             attns.append(attn)
         logits = self.head(self.ln_f(x))
         return logits, torch.stack(attns)      # (B,T,V), (L,B,H,T,T)
@@ -287,14 +547,56 @@ def close(a, b, tol=1e-12):
     return torch.allclose(a, b, rtol=tol, atol=tol)
 
 
+# T5 buckets for d = -9..9, written out by hand from the bucket definition.
+# 8 buckets, max distance 20: half 4, max_exact 2; n = 2..6 -> 2, n = 7..9 -> 3
+# (2 + floor(2 log(n/2) / log 10), and 2 log10(n/2) is 0.954... at n = 6, 1.088... at n = 7).
+T5_BUCKETS_8_20 = [7, 7, 7, 6, 6, 6, 6, 6, 5, 0, 1, 2, 2, 2, 2, 2, 3, 3, 3]
+# Defaults, 32 buckets, max distance 128: half 16, max_exact 8; bucket 8 + m starts at
+# n = 8 * 16^(m/8): 11.3, 16 (exact), 22.6, 32 (exact), 45.3, 64 (exact), 90.5; 15 is the cap.
+T5_BUCKETS_DEFAULT = {0: 0, 1: 1, 7: 7, 8: 8, 11: 8, 12: 9, 15: 9, 16: 10, 22: 10, 23: 11,
+                      31: 11, 32: 12, 45: 12, 46: 13, 63: 13, 64: 14, 90: 14, 91: 15,
+                      127: 15, 128: 15, 1000: 15,
+                      -1: 17, -7: 23, -8: 24, -16: 26, -32: 28, -128: 31, -1000: 31}
+
+
+def check_rope_module(rope, Dh, base, fraction, g):
+    """Partial/full RoPE against a complex-number formulation with angles from
+    Python's math, and its invariances."""
+    R2 = max(1, math.floor(fraction * Dh / 2))
+    assert rope.pairs == R2, (rope.pairs, R2)
+    x = torch.randn(3, 2, CONTEXT, Dh, generator=g, dtype=DTYPE)
+    y = rope.rotate(x)
+    assert close(x.norm(dim=-1), y.norm(dim=-1)), "rope must preserve norms"
+    assert torch.equal(x[..., 0, :], y[..., 0, :]), "rope is identity at position 0"
+    assert torch.equal(x[..., 2 * R2:], y[..., 2 * R2:]), "dims past 2*R2 are not rotated"
+    theta = torch.tensor([[p * base ** (-2.0 * i / (2 * R2)) for i in range(R2)]
+                          for p in range(CONTEXT)], dtype=DTYPE)
+    xc = torch.complex(x[..., 0:2 * R2:2], x[..., 1:2 * R2:2])
+    yc = xc * torch.polar(torch.ones_like(theta), theta)
+    assert close(torch.stack([yc.real, yc.imag], -1).flatten(-2), y[..., :2 * R2])
+    # Relative-position property: <R_p q, R_s k> depends only on p - s.
+    q = torch.randn(Dh, generator=g, dtype=DTYPE)
+    k = torch.randn(Dh, generator=g, dtype=DTYPE)
+    rq = rope.rotate(q.expand(CONTEXT, Dh))
+    rk = rope.rotate(k.expand(CONTEXT, Dh))
+    assert abs((rq[5] @ rk[2]) - (rq[3] @ rk[0])).item() < 1e-12
+    assert abs((rq[1] @ rk[7]) - (rq[2] @ rk[8])).item() < 1e-12
+    assert abs((rq[9] @ rk[4]) - (rq[6] @ rk[1])).item() < 1e-12
+
+
 def check_static():
     # ALiBi slopes.
     assert alibi_slopes(8) == [2.0 ** -(h + 1) for h in range(8)], alibi_slopes(8)
     assert alibi_slopes(2) == [2.0 ** -4, 2.0 ** -8]
     assert alibi_slopes(6) == [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3]
-    b = alibi_bias(2, 4)
+    b = ALiBi(2, [], [], "symmetric", False, None).score_bias(4)
     assert b[0, 0, 3].item() == -3 * 2.0 ** -4 and b[0, 3, 0].item() == -3 * 2.0 ** -4
     assert torch.all(torch.diagonal(b, dim1=-2, dim2=-1) == 0)
+
+    # T5 buckets, by hand.
+    assert [t5_bucket(d, 8, 20) for d in range(-9, 10)] == T5_BUCKETS_8_20
+    for d, bucket in T5_BUCKETS_DEFAULT.items():
+        assert t5_bucket(d, 32, 128) == bucket, (d, t5_bucket(d, 32, 128), bucket)
 
     # Sinusoidal table.
     pe = sinusoidal_table(CONTEXT, EMBED)
@@ -304,40 +606,152 @@ def check_static():
     assert abs(pe[3, 2].item() - math.sin(3.0 / 10000.0 ** (2 / EMBED))) < 1e-15
     assert abs(pe[3, 7].item() - math.cos(3.0 / 10000.0 ** (6 / EMBED))) < 1e-15
 
-    # RoPE.
+    # RoPE: full and partial, also with a head wide enough for rope_base to matter
+    # in the partial case (at Dh = 4 and fraction 0.5 a single pair rotates by p).
     g = torch.Generator().manual_seed(7)
     Dh = EMBED // HEADS
-    x = torch.randn(3, HEADS, CONTEXT, Dh, generator=g, dtype=DTYPE)
-    y = rope_rotate(x)
-    assert close(x.norm(dim=-1), y.norm(dim=-1)), "rope must preserve norms"
-    assert close(x[..., 0, :], y[..., 0, :], 0.0), "rope is identity at position 0"
-    # Independent formulation: pairs as complex numbers times exp(i*theta).
-    xc = torch.complex(x[..., 0::2], x[..., 1::2])
-    pos = torch.arange(CONTEXT, dtype=DTYPE)[:, None]
-    i = torch.arange(Dh // 2, dtype=DTYPE)[None, :]
-    theta = pos * torch.pow(torch.tensor(10000.0, dtype=DTYPE), -2.0 * i / Dh)
-    yc = xc * torch.polar(torch.ones_like(theta), theta)
-    assert close(torch.stack([yc.real, yc.imag], -1).flatten(-2), y)
-    # Relative-position property: <R_p q, R_s k> depends only on p - s.
-    q = torch.randn(Dh, generator=g, dtype=DTYPE)
-    k = torch.randn(Dh, generator=g, dtype=DTYPE)
-    rq = rope_rotate(q.expand(CONTEXT, Dh))
-    rk = rope_rotate(k.expand(CONTEXT, Dh))
-    assert abs((rq[5] @ rk[2]) - (rq[3] @ rk[0])).item() < 1e-12
-    assert abs((rq[1] @ rk[7]) - (rq[2] @ rk[8])).item() < 1e-12
+    for dh, base, fraction in [(Dh, 10000.0, 1.0), (Dh, 100.0, 0.5), (12, 100.0, 0.5),
+                               (12, 10000.0, 1.0), (10, 500.0, 0.7), (4, 10000.0, 0.2)]:
+        check_rope_module(RoPE(dh, base, fraction), dh, base, fraction, g)
+    assert RoPE(4, 10000.0, 0.2).pairs == 1 and RoPE(10, 1.0, 0.7).pairs == 3
 
 
-def check_against_torch_layers(model, tokens, positional, causal):
+def check_scheme_table(model, variant, scheme, options):
+    """The model's positional table (or rotation) against its closed form computed a
+    second way, from the written definitions."""
+    o = resolve_options(scheme, options)
+    pos = model.positional
+    T, H = CONTEXT, HEADS
+    with torch.no_grad():
+        bias = pos.score_bias(T)
+    if scheme in ("none", "sinusoidal", "learned", "rope"):
+        assert bias is None
+    else:
+        assert bias.shape == (H, T, T) and bias.dtype == DTYPE and torch.isfinite(bias).all()
+
+    if scheme == "rope":
+        check_rope_module(pos, EMBED // H, o["rope_base"], o["rope_fraction"],
+                          torch.Generator().manual_seed(11))
+
+    elif scheme == "learned":
+        x = torch.zeros(1, T, EMBED)
+        assert torch.equal(pos.add_to_embedding(x)[0], pos.table)
+
+    elif scheme == "alibi":
+        if o["alibi_learned"]:
+            s = [math.exp(v) for v in pos.log_slopes.tolist()]
+            r = ([math.exp(v) for v in pos.log_right_slopes.tolist()]
+                 if o["alibi_direction"] == "two-sided" else s)
+        else:
+            s = list(o["alibi_slopes"]) or alibi_slopes(H)
+            r = list(o["alibi_right_slopes"]) or s
+        assert len(set(s)) == H and len(set(r)) == H
+        expect = torch.zeros(H, T, T)
+        for h in range(H):
+            for i in range(T):
+                for j in range(T):
+                    if o["alibi_direction"] == "symmetric":
+                        v = -s[h] * abs(i - j)
+                    elif o["alibi_direction"] == "offset":
+                        v = -s[h] * (abs(i - j) - 0.5) if j < i else -s[h] * abs(i - j)
+                    elif j <= i:                       # two-sided: left and the diagonal
+                        v = -s[h] * (i - j)
+                    else:                              # two-sided: right
+                        v = -r[h] * (j - i)
+                    expect[h, i, j] = v
+        assert close(bias, expect, 1e-14), (variant, (bias - expect).abs().max())
+        if variant == "alibi_offset":   # slopes [0.5, 0.125], query row 3, keys 0..5
+            assert bias[0, 3, :6].tolist() == [-1.25, -0.75, -0.25, 0.0, -0.5, -1.0]
+            assert bias[1, 3, :6].tolist() == [-0.3125, -0.1875, -0.0625, 0.0, -0.125, -0.25]
+        if o["alibi_direction"] == "two-sided":   # left and right slopes differ
+            assert not close(bias, bias.transpose(1, 2), 1e-3)
+
+    elif scheme == "t5":
+        assert (o["t5_buckets"], o["t5_max_distance"]) == (8, 20)
+        for i in range(T):
+            for j in range(T):
+                bucket = T5_BUCKETS_8_20[(i - j) + 9]
+                assert torch.equal(bias[:, i, j], pos.bucket_bias[bucket]), (i, j)
+
+    elif scheme == "dynamic":
+        # x-transformers' way: the MLP (nn.Linear + nn.SiLU) on the 2T-1 distances
+        # -(T-1)..T-1, then indexed by i - j + T - 1.
+        W, depth = o["bias_mlp_hidden"], o["dynamic_depth"]
+        layers = []
+        for k in range(depth + 1):
+            w, b_ = getattr(pos, f"mlp{k}_weight"), getattr(pos, f"mlp{k}_bias")
+            lin = nn.Linear(w.shape[0], w.shape[1], dtype=DTYPE)
+            with torch.no_grad():
+                lin.weight.copy_(w.t())
+                lin.bias.copy_(b_)
+            layers += [lin, nn.SiLU()] if k < depth else [lin]
+        assert layers[0].in_features == 1 and layers[-1].out_features == H
+        assert all(l.out_features == W for l in layers[:-1] if isinstance(l, nn.Linear))
+        mlp = nn.Sequential(*layers)
+        dist = torch.arange(-T + 1, T, dtype=DTYPE)
+        if o["dynamic_log_distance"]:
+            dist = torch.sign(dist) * torch.log(dist.abs() + 1)
+        with torch.no_grad():
+            table = mlp(dist[:, None])                                # (2T-1, H)
+        idx = torch.arange(T)[:, None] - torch.arange(T)[None, :] + T - 1
+        expect = table[idx].permute(2, 0, 1)
+        assert close(bias, expect, 1e-13), (variant, (bias - expect).abs().max())
+
+    elif scheme == "kerple":
+        r1 = [math.exp(v) for v in pos.log_r1.tolist()]
+        r2 = [math.exp(v) for v in pos.log_r2.tolist()]
+        expect = torch.tensor([[[-r1[h] * math.log1p(r2[h] * abs(i - j)) for j in range(T)]
+                                for i in range(T)] for h in range(H)])
+        assert close(bias, expect, 1e-13), (bias - expect).abs().max()
+
+    elif scheme == "fire":
+        L0 = o["fire_threshold"] or T
+        L = abs(pos.threshold_scale.item() * L0)
+        assert abs(L - round(L)) > 1e-3, L                # no tie in max(L, i)
+        assert any(i > L for i in range(T)) and L > 0     # the normaliser varies with i
+        # The published (causal) form, as in the FIRE paper's code: no sign, |c * d|.
+        W = o["bias_mlp_hidden"]
+        mlp = nn.Sequential(nn.Linear(1, W, dtype=DTYPE), nn.ReLU(), nn.Linear(W, H, dtype=DTYPE))
+        with torch.no_grad():
+            mlp[0].weight.copy_(pos.mlp0_weight.t())
+            mlp[0].bias.copy_(pos.mlp0_bias)
+            mlp[2].weight.copy_(pos.mlp1_weight.t())
+            mlp[2].bias.copy_(pos.mlp1_bias)
+            positions = torch.arange(T, dtype=DTYPE)
+            rel_distance = positions[:, None] - positions[None, :]
+            threshold = torch.abs(pos.threshold_scale * L0)
+            pos_normalizer = torch.max(positions, threshold)[:, None]
+            rel_distance = torch.log(torch.abs(pos.c * rel_distance) + 1)
+            pos_normalizer = torch.log(torch.abs(pos.c * pos_normalizer) + 1) + 1e-6
+            normalized = rel_distance / pos_normalizer
+            published = mlp(normalized[..., None]).permute(2, 0, 1)
+            x = pos.normalized_distance(T)
+        left = torch.ones(T, T, dtype=torch.bool).tril()          # d >= 0
+        assert close(bias[:, left], published[:, left], 1e-13)
+        assert close(x[left], normalized[left], 1e-14)
+        assert close(x[~left], -normalized[~left], 1e-14), "keys to the right see the mirror image"
+        # Scalar form from math: row i's normaliser is psi(max(L, i)).
+        c = pos.c.item()
+        for i in range(T):
+            for j in range(T):
+                d = i - j
+                v = math.copysign(1.0, d) * math.log(c * abs(d) + 1) if d else 0.0
+                v /= math.log(c * max(L, i) + 1) + 1e-6
+                assert abs(x[i, j].item() - v) < 1e-14, (i, j)
+
+
+def check_against_torch_layers(model, tokens, causal):
     """Cross-check the hand-written blocks against nn.TransformerEncoderLayer
-    (norm_first, relu, no dropout), with ALiBi/causal passed as a float mask.
-    Not applicable to RoPE (q/k are rotated inside attention)."""
-    if positional == "rope":
+    (norm_first, relu, no dropout), with the score bias and the causal mask
+    passed as a float mask.  Not applicable to RoPE (q/k are rotated inside
+    attention)."""
+    if model.scheme == "rope":
         return
     T = tokens.shape[1]
     H = HEADS
-    mask = torch.zeros(H, T, T)
-    if positional == "alibi":
-        mask = mask + alibi_bias(H, T)
+    with torch.no_grad():
+        bias = model.positional.score_bias(T)
+    mask = torch.zeros(H, T, T) if bias is None else bias.clone()
     if causal:
         mask = mask.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
     B = tokens.shape[0]
@@ -362,20 +776,24 @@ def check_against_torch_layers(model, tokens, positional, causal):
             ref.linear1.bias.copy_(blk.ff.fc1.bias)
             ref.linear2.weight.copy_(blk.ff.fc2.weight.t())
             ref.linear2.bias.copy_(blk.ff.fc2.bias)
-            mine, _ = blk(x)
+            mine, _ = blk(x, model.positional, bias)
             theirs = ref(x, src_mask=mask)
-            assert close(mine, theirs, 1e-11), (positional, causal, (mine - theirs).abs().max())
+            assert close(mine, theirs, 1e-11), (model.scheme, causal, (mine - theirs).abs().max())
             x = mine
 
 
-def check_gradients(model, tokens, targets, grads, n_per_param=3, seed=0):
-    """Central finite differences on a few random entries of every parameter."""
+def check_gradients(model, tokens, targets, grads, n_per_param=3, n_positional=8, seed=0):
+    """Central finite differences on random entries of every parameter: 3 of each
+    model parameter, up to 8 distinct ones of each positional.* parameter."""
     g = torch.Generator().manual_seed(seed)
     eps = 1e-6
     with torch.no_grad():
         for name, p in model.named_parameters():
             flat = p.view(-1)
-            idx = torch.randint(0, flat.numel(), (n_per_param,), generator=g).tolist()
+            if name.startswith("positional."):
+                idx = torch.randperm(flat.numel(), generator=g)[:n_positional].tolist()
+            else:
+                idx = torch.randint(0, flat.numel(), (n_per_param,), generator=g).tolist()
             for j in idx:
                 old = flat[j].item()
                 flat[j] = old + eps
@@ -388,7 +806,16 @@ def check_gradients(model, tokens, targets, grads, n_per_param=3, seed=0):
                 assert abs(fd - an) <= 1e-7 + 1e-6 * abs(an), (name, j, fd, an)
 
 
-def check_model(model, tokens, targets, logits, attn, loss, grads, positional, causal):
+def zero_gradient_expected(scheme, options, causal):
+    """Parameters that cannot reach the loss: with the causal mask, the right slopes
+    of two-sided ALiBi only bias masked (j > i) scores."""
+    o = resolve_options(scheme, options)
+    if scheme == "alibi" and causal and o["alibi_learned"] and o["alibi_direction"] == "two-sided":
+        return {"positional.log_right_slopes"}
+    return set()
+
+
+def check_model(model, tokens, targets, logits, attn, loss, grads, variant, scheme, options, causal):
     L, B, H, T = BLOCKS, BATCH, HEADS, CONTEXT
     assert logits.shape == (B, T, VOCAB)
     assert attn.shape == (L, B, H, T, T)
@@ -413,21 +840,29 @@ def check_model(model, tokens, targets, logits, attn, loss, grads, positional, c
             l2, _ = model(t2)
         assert not torch.equal(l2[:, 0], logits[:, 0]), "bidirectional model sees the future"
 
+    zero = zero_gradient_expected(scheme, options, causal)
     for name, gr in grads.items():
-        if name == "pos_emb" and positional != "learned":
+        if name in zero:
             assert torch.all(gr == 0), name
         else:
             assert gr.abs().max() > 0, f"zero gradient for {name}"
+    if scheme == "t5":
+        # A bucket's row has a gradient exactly when some unmasked score uses it.
+        used = {T5_BUCKETS_8_20[d + 9] for d in range(-(T - 1), T) if d >= 0 or not causal}
+        rows = {b for b in range(grads["positional.bucket_bias"].shape[0])
+                if grads["positional.bucket_bias"][b].abs().max() > 0}
+        assert rows == used, (rows, used)
 
     # Without any positional information and without a mask, the model is
     # permutation equivariant over positions.
-    if positional == "none" and not causal:
+    if scheme == "none" and not causal:
         perm = torch.tensor([3, 1, 4, 0, 9, 2, 6, 5, 8, 7])
         with torch.no_grad():
             lp, _ = model(tokens[:, perm])
         assert close(lp, logits[:, perm], 1e-11)
 
-    check_against_torch_layers(model, tokens, positional, causal)
+    check_scheme_table(model, variant, scheme, options)
+    check_against_torch_layers(model, tokens, causal)
     check_gradients(model, tokens, targets, grads)
 
 
@@ -435,16 +870,15 @@ def check_model(model, tokens, targets, logits, attn, loss, grads, positional, c
 # Fixture generation
 # ----------------------------------------------------------------------------
 
-EXPECTED_SHAPES = {
+BASE_SHAPES = {
     "tok_emb": (VOCAB, EMBED),
-    "pos_emb": (CONTEXT, EMBED),
     "ln_f.weight": (EMBED,),
     "ln_f.bias": (EMBED,),
     "head.weight": (EMBED, VOCAB),
     "head.bias": (VOCAB,),
 }
 for _l in range(BLOCKS):
-    EXPECTED_SHAPES.update({
+    BASE_SHAPES.update({
         f"blocks.{_l}.ln1.weight": (EMBED,),
         f"blocks.{_l}.ln1.bias": (EMBED,),
         f"blocks.{_l}.attn.qkv.weight": (EMBED, 3 * EMBED),
@@ -457,6 +891,36 @@ for _l in range(BLOCKS):
         f"blocks.{_l}.ff.fc2.weight": (HIDDEN, EMBED),
         f"blocks.{_l}.ff.fc2.bias": (EMBED,),
     })
+
+
+def expected_shapes(scheme, options):
+    """Every parameter's name and shape, the scheme's from its written definition."""
+    o = resolve_options(scheme, options)
+    T, D, H = CONTEXT, EMBED, HEADS
+    shapes = dict(BASE_SHAPES)
+    extra = {}
+    if scheme == "learned":
+        extra = {"table": (T, D)}
+    elif scheme == "alibi" and o["alibi_learned"]:
+        extra = {"log_slopes": (H,)}
+        if o["alibi_direction"] == "two-sided":
+            extra["log_right_slopes"] = (H,)
+    elif scheme == "t5":
+        extra = {"bucket_bias": (o["t5_buckets"], H)}
+    elif scheme == "dynamic":
+        W, depth = o["bias_mlp_hidden"], o["dynamic_depth"]
+        extra = {"mlp0_weight": (1, W), "mlp0_bias": (W,)}
+        for k in range(1, depth):
+            extra.update({f"mlp{k}_weight": (W, W), f"mlp{k}_bias": (W,)})
+        extra.update({f"mlp{depth}_weight": (W, H), f"mlp{depth}_bias": (H,)})
+    elif scheme == "kerple":
+        extra = {"log_r1": (H,), "log_r2": (H,)}
+    elif scheme == "fire":
+        W = o["bias_mlp_hidden"]
+        extra = {"c": (1,), "threshold_scale": (1,), "mlp0_weight": (1, W), "mlp0_bias": (W,),
+                 "mlp1_weight": (W, H), "mlp1_bias": (H,)}
+    shapes.update({"positional." + n: s for n, s in extra.items()})
+    return shapes
 
 
 def tensor_entry(t):
@@ -488,16 +952,17 @@ def dump_json(obj, path):
         f.write("\n".join(lines) + "\n")
 
 
-def make_fixture(index, positional, causal):
+def make_fixture(index, variant, scheme, options, causal):
     seed = BASE_SEED + index
     gen = torch.Generator().manual_seed(seed)
-    model = CopyTransformer(VOCAB, CONTEXT, EMBED, HEADS, BLOCKS, HIDDEN, positional, causal, gen)
+    model = CopyTransformer(VOCAB, CONTEXT, EMBED, HEADS, BLOCKS, HIDDEN, scheme, options, causal, gen)
     tokens, targets = make_copy_batch(gen, BATCH, CONTEXT, VOCAB)
 
+    shapes = expected_shapes(scheme, options)
     names = [n for n, _ in model.named_parameters()]
-    assert set(names) == set(EXPECTED_SHAPES), set(names) ^ set(EXPECTED_SHAPES)
+    assert set(names) == set(shapes), set(names) ^ set(shapes)
     for n, p in model.named_parameters():
-        assert tuple(p.shape) == EXPECTED_SHAPES[n], (n, p.shape)
+        assert tuple(p.shape) == shapes[n], (n, p.shape)
         assert p.dtype == DTYPE
 
     model.zero_grad()
@@ -508,18 +973,20 @@ def make_fixture(index, positional, causal):
              for n, p in model.named_parameters()}
     logits, attn = logits.detach(), attn.detach()
 
-    check_model(model, tokens, targets, logits, attn, loss.item(), grads, positional, causal)
+    check_model(model, tokens, targets, logits, attn, loss.item(), grads, variant, scheme, options, causal)
 
     fixture = {
         "description": (
-            f"Parity fixture for the copytask transformer: positional={positional}, "
-            f"causal={str(causal).lower()}. Generated by tests/reference/make_parity_fixtures.py "
+            f"Parity fixture for the copytask transformer: variant={variant}, positional={scheme}, "
+            f"options={json.dumps(options, separators=(',', ':'))}, causal={str(causal).lower()}. "
+            f"Generated by tests/reference/make_parity_fixtures.py "
             f"(independent float64 PyTorch reference, seed {seed}). Weights are stored (in, out): "
-            f"y = x @ W. Loss = mean cross-entropy over all B*T positions (padding included). "
+            f"y = x @ W. Scheme parameters are positional.<name>, drawn at random. "
+            f"Loss = mean cross-entropy over all B*T positions (padding included). "
             f"attention = softmax probabilities, shape [blocks, batch, heads, T, T]."),
         "config": {"vocab_size": VOCAB, "context": CONTEXT, "embed": EMBED, "heads": HEADS,
-                   "blocks": BLOCKS, "hidden": HIDDEN, "positional": positional,
-                   "causal": causal},
+                   "blocks": BLOCKS, "hidden": HIDDEN, "positional": scheme,
+                   "causal": causal, "options": dict(options)},
         "tokens": tokens.tolist(),
         "targets": targets.tolist(),
         "params": {n: tensor_entry(p) for n, p in model.named_parameters()},
@@ -541,10 +1008,10 @@ def main():
 
     check_static()
     index = 0
-    for positional in SCHEMES:
+    for variant, scheme, options in VARIANTS:
         for causal in (False, True):
-            fx = make_fixture(index, positional, causal)
-            name = f"parity_{positional}{'_causal' if causal else ''}.json"
+            fx = make_fixture(index, variant, scheme, options, causal)
+            name = f"parity_{variant}{'_causal' if causal else ''}.json"
             path = os.path.join(args.out, name)
             dump_json(fx, path)
             # Round-trip: the file must reproduce the exact float64 values.
@@ -552,7 +1019,8 @@ def main():
                 back = json.load(f)
             assert back["loss"] == fx["loss"]
             assert back["logits"]["data"] == fx["logits"]["data"]
-            print(f"{name:32s} loss={fx['loss']:.17g}  size={os.path.getsize(path)} B")
+            assert back["config"] == fx["config"]
+            print(f"{name:36s} loss={fx['loss']:.17g}  size={os.path.getsize(path)} B")
             index += 1
 
 

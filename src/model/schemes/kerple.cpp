@@ -1,0 +1,43 @@
+// kerple (Chi et al. 2022), its logarithmic variant: a bias that falls with the log of the
+// distance, two positive parameters per head,
+//   bias[h, i, j] = -r1_h log(1 + r2_h |i - j|),   r1 = exp(log_r1), r2 = exp(log_r2) > 0
+// both starting at 1. Symmetric in i - j, like ALiBi: it cannot tell left from right.
+#include "model/positional.h"
+#include "model/schemes/scheme_util.h"
+
+namespace copytask {
+namespace {
+
+class KerpleLog : public PositionalScheme {
+ public:
+  explicit KerpleLog(const PositionalShape& shape) : PositionalScheme(shape) {
+    log_r1_ = register_parameter("log_r1", torch::zeros({shape.heads}));  // (H)
+    log_r2_ = register_parameter("log_r2", torch::zeros({shape.heads}));  // (H)
+  }
+  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  torch::Tensor table(int64_t positions) override {
+    auto distance = signed_distances(positions).abs().to(torch::kFloat32).to(log_r1_.device());  // (P, P)
+    auto r1 = log_r1_.exp().view({-1, 1, 1}), r2 = log_r2_.exp().view({-1, 1, 1});             // (H, 1, 1)
+    return -r1 * torch::log1p(r2 * distance);                                                     // (H, P, P)
+  }
+  std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
+    auto values = [](const torch::Tensor& t) {
+      auto v = t.detach().exp().to(torch::kFloat64).cpu().contiguous();
+      return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+    };
+    return {{"r1", values(log_r1_)}, {"r2", values(log_r2_)}};
+  }
+
+ private:
+  torch::Tensor log_r1_, log_r2_;
+};
+
+}  // namespace
+
+SchemeEntry kerple_scheme() {
+  return {"kerple", "KERPLE's logarithmic bias -r1 log(1 + r2 |i - j|), r1 and r2 learned per head",
+          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<KerpleLog>(shape); }};
+}
+
+}  // namespace copytask
