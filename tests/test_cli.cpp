@@ -44,10 +44,18 @@ TEST(Cli, BadInputExitsWithCode2AndSaysWhatToFix) {
   expect_bad_input("compare 'compare.grid={\"model.heads\": [1, 3]}'", {"none@model.heads=3", "must divide"});
   expect_bad_input("compare 'compare.grid={\"task.seed\": [1, 2]}'", {"cannot be a grid axis"});
   expect_bad_input("compare 'compare.grid={\"model.heads\": 2}'", {"non-empty list"});
-  // An --out below a file can never be created (root-proof, unlike a permission test).
-  Outcome unwritable = run("train --out /etc/hostname/study");
-  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.output;
-  EXPECT_NE(unwritable.output.find("not a writable folder"), std::string::npos) << unwritable.output;
+  // An --out that can never be created: below a file, and on a pseudo filesystem where even
+  // root may not make folders (both root-proof, unlike a permission test).
+  for (const std::string out : {"/etc/hostname/study", "/proc/copytask-study", "/sys/copytask-study"}) {
+    Outcome unwritable = run("train --out " + out);
+    EXPECT_EQ(unwritable.exit_code, 2) << out << "\n" << unwritable.output;
+    EXPECT_NE(unwritable.output.find("cannot create or write a folder there"), std::string::npos) << unwritable.output;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // A number too large for a double, and a study too big for the machine's memory.
+  expect_bad_input("train model.dropout=1e999", {"model.dropout = 1e999", "too large for a double"});
+  expect_bad_input("train task.context=4096 task.max_len=4000 task.examples=40000000",
+                   {"the study needs about", "TiB", "available", "lower task.examples"});
   if (!torch::cuda::is_available()) expect_bad_input("train train.device=cuda", {"train.device = cuda", "no CUDA device"});
 }
 
@@ -76,6 +84,11 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
     EXPECT_TRUE(run_info.contains(key)) << key;
   EXPECT_EQ(run_info["status"], "ok");
   EXPECT_EQ(run_info["device"], "cpu");
+  // Which training step ran, for the run, each batch and each member.
+  EXPECT_EQ(run_info["training_step"], "fused CPU");
+  ASSERT_EQ(run_info["batches"].size(), 1u);
+  EXPECT_EQ(run_info["batches"][0]["members"], nlohmann::json::array({"alibi+causal/seed-0", "alibi+causal/seed-1"}));
+  EXPECT_EQ(read_json(out / "members" / "alibi+causal" / "seed-0" / "result.json")["training_step"], "fused CPU");
 
   nlohmann::json results = read_json(out / "results.json");
   ASSERT_TRUE(results["schemes"].contains("alibi+causal")) << results.dump();

@@ -34,6 +34,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     if (!config_options_resolve(options.config, config)) return kExitOk;
     schemes = options.compare ? study_schemes_for_compare(config) : study_schemes_for_train(config);
     device = device_resolve(config.train.device);
+    study_check_memory(schemes, Shard{}, device);
   } catch (const ConfigError& error) {
     std::fprintf(stderr, "copytask bench: config error: %s\n", error.what());
     return kExitBadInput;
@@ -56,6 +57,8 @@ int bench_command_run(const BenchCommandOptions& options) {
     std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
                 static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
     std::printf("training step      %s\n", result.step.c_str());
+    if (!result.fallback_reason.empty())
+      spdlog::warn("the fused CPU step cannot run these members ({}): timed the autograd step", result.fallback_reason);
     std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
     std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
     std::printf("examples/s         %.0f\n", result.examples_per_second);

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -50,6 +52,42 @@ int threads_configure(int64_t requested) {
   if (auto set_blas_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
     set_blas_threads(1);
   return torch::get_num_threads();
+}
+
+namespace {
+// The first number in a file, or -1.
+double number_in(const std::string& path) {
+  std::ifstream file(path);
+  double value = -1;
+  if (!(file >> value)) return -1;
+  return value;
+}
+}  // namespace
+
+double host_memory_available_bytes() {
+  double available = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line))
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream fields(line.substr(13));
+      double kib = 0;
+      if (fields >> kib) available = kib * 1024;
+    }
+  // A cgroup (v2) limit below that, as in a container or a Slurm job ("max" reads as none).
+  const double limit = number_in("/sys/fs/cgroup/memory.max"), used = number_in("/sys/fs/cgroup/memory.current");
+  if (limit > 0 && used >= 0 && (available < 0 || limit - used < available)) available = limit - used;
+  return available;
+}
+
+double device_memory_available_bytes(const c10::Device& device) {
+  if (!device.is_cuda()) return -1;
+  // Looked up at run time, so this file needs no CUDA headers and builds everywhere.
+  using MemGetInfo = int (*)(size_t*, size_t*);
+  auto mem_get_info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+  size_t free = 0, total = 0;
+  if (!mem_get_info || mem_get_info(&free, &total) != 0) return -1;
+  return static_cast<double>(free);
 }
 
 uint64_t stream_seed(uint64_t seed, uint64_t stream) {

@@ -25,6 +25,13 @@ std::string torch_version_string();
 // Sets LibTorch's CPU threads (0 = one per core); returns the count in use.
 int threads_configure(int64_t requested);
 
+// Memory this process could still take on the host: MemAvailable, or the cgroup's limit
+// less its usage when that is lower; a negative number when unknown.
+double host_memory_available_bytes();
+// Free memory of a CUDA device (cudaMemGetInfo, when the CUDA runtime is loaded); a
+// negative number on the CPU or when unknown.
+double device_memory_available_bytes(const c10::Device& device);
+
 // Splits a 64-bit seed into independent streams: stream_seed(seed, 1), (seed, 2), ...
 uint64_t stream_seed(uint64_t seed, uint64_t stream);
 

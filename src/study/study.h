@@ -81,6 +81,12 @@ std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manif
 // keys that differ. train.device and train.threads may differ (shards on other machines).
 void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manifest);
 
+// Checks before any work that this shard's study fits the machine: the memory of the data
+// and of its largest batch (train/memory_estimate.h) against the host's available memory
+// (and a GPU's free memory). Throws ConfigError with the estimate, the machine's memory and
+// what to change when it does not fit.
+void study_check_memory(const std::vector<StudyScheme>& schemes, const Shard& shard, const c10::Device& device);
+
 // Runs the members of this shard that are not complete yet, then collects the study's
 // files and returns results.json's content. Writes run.json (or shards/<i>-of-<n>.json)
 // with status "interrupted" or "failed" before rethrowing when it stops early; the members
