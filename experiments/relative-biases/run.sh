@@ -5,11 +5,17 @@
 # at a time. Each study goes to runs/relative-biases/<part> and its small files (no
 # checkpoints) are copied to <part>/ here. Rerunning goes on where it stopped.
 #   experiments/relative-biases/run.sh [screen|heads|slopes|blocks|reference ...]   (default: all)
+# COPYTASK=/path/to/copytask runs that binary (e.g. a copy, so that rebuilding build/ while
+# the hour-long study runs cannot change it halfway); by default build/copytask, built first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=experiments/relative-biases
 runs=runs/relative-biases
-scripts/build.sh copytask
+binary=${COPYTASK:-}
+if [ -z "$binary" ]; then
+  scripts/build.sh copytask
+  binary=build/copytask
+fi
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(screen heads slopes blocks reference)
 for part in "${parts[@]}"; do
@@ -19,9 +25,9 @@ for part in "${parts[@]}"; do
     *) echo "unknown part $part: screen, heads, slopes, blocks or reference" >&2; exit 2 ;;
   esac
   if [ "$part" = reference ]; then
-    COPYTASK=build/copytask scripts/parallel_study.sh "$config" "$runs/$part" 15 "$(nproc)"
+    COPYTASK="$binary" scripts/parallel_study.sh "$config" "$runs/$part" 15 "$(nproc)"
   else
-    build/copytask compare --config "$config" --out "$runs/$part"
+    "$binary" compare --config "$config" --out "$runs/$part"
   fi
   mkdir -p "$here/$part"
   cp "$runs/$part"/{config.json,study.json,results.json,attention.json,positional.json,metrics.jsonl,report.html} "$here/$part/"
