@@ -162,6 +162,7 @@ def main():
     ap.add_argument("--steps", type=int, default=10, help="timed steps per member")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU machine's bench)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.max_len >= args.context or args.embed % args.heads or args.steps < 1:
@@ -170,7 +171,11 @@ def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     T, V = args.context, args.vocab
+    device = torch.device(args.device)
     tokens, targets = copy_data(args.train_examples, T, V, args.min_len, args.max_len)
+    tokens, targets = tokens.to(device), targets.to(device)
+    # A step's time must include its device work: wait for it before reading the clock.
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     N = tokens.shape[0]
     per_step = N if args.batch_size == 0 else args.batch_size
 
@@ -180,21 +185,23 @@ def main():
         causal = args.causal or scheme.endswith("+causal")
         torch.manual_seed(args.seed + 1 + m)
         model = CopyTransformer(V, T, args.embed, args.heads, args.blocks, args.hidden,
-                                args.dropout, scheme.split("+")[0], causal)
+                                args.dropout, scheme.split("+")[0], causal).to(device)
         model.train()
         opt = torch.optim.Adam(model.parameters(), lr=args.lr)
         for step in range(args.warmup + args.steps):
             if args.batch_size == 0:
                 x, y = tokens, targets
             else:
-                idx = torch.randint(0, N, (args.batch_size,))
+                idx = torch.randint(0, N, (args.batch_size,), device=device)
                 x, y = tokens[idx], targets[idx]
+            sync()
             t0 = time.perf_counter()
             logits = model(x)
             loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
             opt.zero_grad()
             loss.backward()
             opt.step()
+            sync()
             t1 = time.perf_counter()
             if step >= args.warmup:
                 times.append(t1 - t0)
@@ -208,6 +215,7 @@ def main():
         "tool": "pytorch-eager",
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
         "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
         "members": args.members,
         "batch_size": args.batch_size,

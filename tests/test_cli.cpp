@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -80,8 +81,15 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
   EXPECT_EQ(config["train"]["steps"], 30);
 
   nlohmann::json run_info = read_json(out / "run.json");
-  for (const char* key : {"version", "git_commit", "libtorch", "device", "threads", "started", "ended", "status", "command"})
+  for (const char* key : {"version", "git_commit", "libtorch", "cpu", "device", "threads", "started", "ended", "status", "command"})
     EXPECT_TRUE(run_info.contains(key)) << key;
+  // The CPU model is this machine's, as /proc/cpuinfo names it, so timings name their machine.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string cpuinfo_text((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  if (cpuinfo_text.find("model name") != std::string::npos) {
+    EXPECT_NE(run_info["cpu"], "unknown");
+    EXPECT_NE(cpuinfo_text.find(run_info["cpu"].get<std::string>()), std::string::npos) << run_info["cpu"];
+  }
   EXPECT_EQ(run_info["status"], "ok");
   EXPECT_EQ(run_info["device"], "cpu");
   // Which training step ran, for the run, each batch and each member.
@@ -162,7 +170,14 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("2 of 2 member(s) already complete"), std::string::npos) << again.output;
   EXPECT_EQ(read_json(out / "results.json")["schemes"], results["schemes"]);
-  EXPECT_EQ(read_json(out / "run.json")["members_skipped"], 2);
+  const nlohmann::json resumed = read_json(out / "run.json");
+  EXPECT_EQ(resumed["members_skipped"], 2);
+  // The first run's record is kept in the new one (the refused study left none): when and
+  // where the two members were trained is not lost by resuming.
+  ASSERT_EQ(resumed["earlier_runs"].size(), 1u) << resumed.dump();
+  EXPECT_EQ(resumed["earlier_runs"][0]["members_trained"], run_info["members_trained"]);
+  EXPECT_EQ(resumed["earlier_runs"][0]["started"], run_info["started"]);
+  EXPECT_FALSE(resumed["earlier_runs"][0].contains("earlier_runs")) << "flattened, oldest first";
   fs::remove_all(out);
 }
 

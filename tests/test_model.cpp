@@ -132,6 +132,24 @@ TEST(Dropout, AnyRangeOfTheStreamEqualsTheBuffer) {
   EXPECT_NEAR((buffer == 0).to(torch::kFloat64).mean().item<double>(), 0.25, 0.01);
 }
 
+// The stream as tensor operations (what a GPU computes) equals the scalar stream the fused
+// CPU step draws, element for element, for ranges that start and end inside a word.
+TEST(Dropout, TheTensorFormEqualsTheStream) {
+  const DropoutStream stream({1, 0x9E3779B97F4A7C15ULL, 12345678901234567ULL}, 42, 0.3);
+  for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {1, 2}, {3, 997}, {4096, 64}, {6, 1}}) {
+    const auto masks = dropout_stream_masks(stream, first, count, torch::kCPU);  // (3, count)
+    ASSERT_EQ(masks.sizes(), (std::vector<int64_t>{3, count}));
+    std::vector<float> row(static_cast<size_t>(count));
+    for (int64_t m = 0; m < 3; ++m) {
+      stream.fill(m, first, count, row.data());
+      EXPECT_EQ(test::max_abs_diff(masks[m], torch::tensor(row)), 0.0) << "member " << m << " from " << first;
+    }
+  }
+  // And it does drop about 30%.
+  const double dropped = (dropout_stream_masks(stream, 0, 100000, torch::kCPU) == 0).to(torch::kFloat64).mean().item<double>();
+  EXPECT_NEAR(dropped, 0.3, 0.01);
+}
+
 TEST(Dropout, EvalModeIsDeterministicAndTrainingMasksChangeOutputs) {
   Encoder model(test::small_shape(0.2), every_scheme(false), torch::kCPU);
   auto tokens = test::random_tokens(model->member_count(), 3, model->shape(), 6);

@@ -67,7 +67,10 @@ int bench_command_run(const BenchCommandOptions& options) {
     if (!options.json_file.empty()) {
       nlohmann::json out = bench_json(result);
       out["device"] = device.str();
+      const GpuInfo gpu = gpu_info(device);
+      if (!gpu.name.empty()) out["gpu"] = {{"name", gpu.name}, {"cuda_runtime", gpu.cuda_runtime}, {"cuda_driver", gpu.cuda_driver}};
       out["threads"] = threads;
+      out["cpu"] = cpu_model();
       out["libtorch"] = torch_version_string();
       out["schemes"] = names;
       out["config"] = config_to_json(batch_config);

@@ -90,6 +90,39 @@ double device_memory_available_bytes(const c10::Device& device) {
   return static_cast<double>(free);
 }
 
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) break;
+      const auto start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? "unknown" : line.substr(start);
+    }
+  return "unknown";
+}
+
+GpuInfo gpu_info(const c10::Device& device) {
+  GpuInfo info;
+  if (!device.is_cuda()) return info;
+  // Looked up at run time in the CUDA libraries LibTorch has loaded (the runtime and the
+  // driver API keep these signatures across versions), so no CUDA header is needed here.
+  using VersionOf = int (*)(int*);
+  using NameOf = int (*)(char*, int, int);
+  auto text = [](int version) { return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10); };
+  int version = 0;
+  if (auto runtime = reinterpret_cast<VersionOf>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion")); runtime && runtime(&version) == 0)
+    info.cuda_runtime = text(version);
+  if (auto driver = reinterpret_cast<VersionOf>(dlsym(RTLD_DEFAULT, "cudaDriverGetVersion")); driver && driver(&version) == 0)
+    info.cuda_driver = text(version);
+  char name[256] = {0};
+  if (auto name_of = reinterpret_cast<NameOf>(dlsym(RTLD_DEFAULT, "cuDeviceGetName"));
+      name_of && name_of(name, sizeof name - 1, device.has_index() ? device.index() : 0) == 0)
+    info.name = name;
+  return info;
+}
+
 uint64_t stream_seed(uint64_t seed, uint64_t stream) {
   // splitmix64 of (seed, stream): well-mixed, so nearby seeds give unrelated streams.
   uint64_t z = seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;

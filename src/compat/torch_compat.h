@@ -32,6 +32,17 @@ double host_memory_available_bytes();
 // negative number on the CPU or when unknown.
 double device_memory_available_bytes(const c10::Device& device);
 
+// What run.json records of a GPU: its name and the CUDA runtime and driver versions
+// ("13.0"), read from the CUDA libraries LibTorch loaded; empty on the CPU or when unknown.
+struct GpuInfo {
+  std::string name, cuda_runtime, cuda_driver;
+};
+GpuInfo gpu_info(const c10::Device& device);
+
+// The host's CPU model ("AMD EPYC 7B13"), from /proc/cpuinfo's first "model name"; "unknown"
+// where there is none. run.json records it so that timings name the machine they came from.
+std::string cpu_model();
+
 // Splits a 64-bit seed into independent streams: stream_seed(seed, 1), (seed, 2), ...
 uint64_t stream_seed(uint64_t seed, uint64_t stream);
 

@@ -1,15 +1,19 @@
 #pragma once
-// Dropout masks on the CPU as a counter-based stream: the mask of element e of a member's
-// step is decided by 16 bits of one SplitMix64 output, a pure function of (the member's
-// step key, e / 4). So any range of a step's masks can be drawn on its own, in parallel
-// or inside a kernel (model/fused_cpu.h), with the same values as the whole buffer, and a
-// member's masks depend on its own seed and step alone.
+// Dropout masks as a counter-based stream, the same on every device: the mask of element
+// e of a member's step is decided by 16 bits of one SplitMix64 output, a pure function of
+// (the member's step key, e / 4). So any range of a step's masks can be drawn on its own,
+// in parallel, inside a kernel (model/fused_cpu.h) or as tensor operations on a GPU
+// (dropout_stream_masks), with the same values as the whole buffer; a member's masks
+// depend on its own seed and step alone, and a GPU graph has no generator state to
+// capture.
 //
 // An element is dropped when its 16 bits fall below threshold = round(p * 2^16); the
 // effective rate is threshold / 2^16 (within 2^-17 of p), and kept elements are scaled by
 // its inverse, so the expectation is exact.
 #include <cstdint>
 #include <vector>
+
+#include <torch/types.h>
 
 namespace copytask {
 
@@ -43,5 +47,10 @@ struct DropoutStream {
     }
   }
 };
+
+// The same masks as fill(), computed with integer tensor operations on `device`:
+// elements first .. first+count-1 of every member's step, (M, count) float32 (0 or
+// kept_value). Tested equal to fill() element for element.
+torch::Tensor dropout_stream_masks(const DropoutStream& stream, int64_t first, int64_t count, const torch::Device& device);
 
 }  // namespace copytask

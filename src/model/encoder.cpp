@@ -96,9 +96,7 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     at::Generator init_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 1));
     at::Generator scheme_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 4));
     init_member(m, init_generator, scheme_generator);
-    const uint64_t dropout_seed = stream_seed(members_[m].seed, 2);
-    if (device.is_cpu()) cpu_dropout_keys_.push_back(dropout_seed);
-    else dropout_generators_.push_back(generator_make(device, dropout_seed));
+    dropout_keys_.push_back(stream_seed(members_[m].seed, 2));
   }
   to(device);
   table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape.embed, shape.heads, device);
@@ -194,8 +192,8 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
 DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
   DropoutLayout layout(shape_, batch);
   const int64_t per_member = layout.row();
+  DropoutStream stream(dropout_keys_, dropout_steps_++, shape_.dropout);
   if (device_.is_cpu()) {
-    DropoutStream stream(cpu_dropout_keys_, cpu_dropout_steps_++, shape_.dropout);
     if (!with_buffer) return DropoutMasks(torch::Tensor(), layout, std::move(stream));
     auto buffer = torch::empty({member_count(), per_member});  // (M, S)
     // Blocks of 2^16 elements of every member, drawn in parallel (the stream is counter-based).
@@ -210,11 +208,9 @@ DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
     });
     return DropoutMasks(std::move(buffer), layout, std::move(stream));
   }
-  auto buffer = torch::empty({member_count(), per_member}, torch::TensorOptions().device(device_));  // (M, S)
-  const double keep = 1.0 - shape_.dropout;
-  for (int64_t m = 0; m < member_count(); ++m) buffer[m].bernoulli_(keep, dropout_generators_[m]);
-  buffer.mul_(1.0 / keep);
-  return DropoutMasks(std::move(buffer), layout);
+  // Elsewhere the same stream as tensor operations on the device: the same masks as the
+  // CPU's, element for element.
+  return DropoutMasks(dropout_stream_masks(stream, 0, per_member, device_), layout, std::move(stream));  // (M, S)
 }
 
 torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -50,7 +50,8 @@ class DropoutMasks {
   // One site's mask of one block for this chunk's examples: (M, count, example shape...).
   torch::Tensor site(int64_t block, DropoutSite site) const;
   const DropoutLayout& layout() const { return layout_; }
-  // The CPU stream (null on other devices): element e of member m's row is stream()->fill(m, e, 1).
+  // The stream the masks come from (null when none was given): element e of member m's
+  // row is stream()->fill(m, e, 1), on every device.
   const DropoutStream* stream() const { return stream_.step_keys.empty() ? nullptr : &stream_; }
   bool whole_batch() const { return start_ == 0 && count_ == layout_.batch(); }
 
@@ -152,11 +153,10 @@ class EncoderImpl : public torch::nn::Module {
   std::unique_ptr<PositionalTableMaker> table_maker_;
   torch::Tensor causal_mask_;    // (M, 1, 1, T, T) bool: j > i for causal members, or undefined
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
-  // Each member's dropout randomness: a stream key and the step count on the CPU,
-  // generators on other devices.
-  std::vector<uint64_t> cpu_dropout_keys_;
-  uint64_t cpu_dropout_steps_ = 0;
-  std::vector<at::Generator> dropout_generators_;
+  // Each member's dropout randomness: its stream key, and the steps drawn so far (the same
+  // counter-based stream on every device, model/dropout_stream.h).
+  std::vector<uint64_t> dropout_keys_;
+  uint64_t dropout_steps_ = 0;
 };
 TORCH_MODULE(Encoder);
 

@@ -1,10 +1,12 @@
 #include "report/run_info.h"
 
 #include <ctime>
+#include <filesystem>
 
 #include <unistd.h>
 
 #include "compat/torch_compat.h"
+#include "report/files.h"
 #include "version.h"
 
 namespace copytask {
@@ -26,6 +28,7 @@ nlohmann::json run_info_json(const RunInfo& info) {
                         {"libtorch", torch_version_string()},
                         {"command", info.command},
                         {"host", host},
+                        {"cpu", cpu_model()},
                         {"device", info.device},
                         {"threads", info.threads},
                         {"started", info.started},
@@ -46,9 +49,28 @@ nlohmann::json run_info_json(const RunInfo& info) {
   }
   out["training_step"] = steps.empty() ? nlohmann::json(nullptr) : nlohmann::json(steps);
   out["batches"] = batches;
+  if (!info.gpu.empty() || !info.cuda_runtime.empty())
+    out["gpu"] = {{"name", info.gpu}, {"cuda_runtime", info.cuda_runtime}, {"cuda_driver", info.cuda_driver}};
   if (!info.shard.empty()) out["shard"] = info.shard;
   if (!info.error.empty()) out["error"] = info.error;
+  if (!info.earlier_runs.empty()) out["earlier_runs"] = info.earlier_runs;
   return out;
+}
+
+nlohmann::json run_info_earlier_runs(const std::string& path) {
+  nlohmann::json earlier = nlohmann::json::array();
+  if (!std::filesystem::exists(path)) return earlier;
+  try {
+    nlohmann::json previous = nlohmann::json::parse(file_read(path));
+    if (!previous.is_object()) throw std::runtime_error("not a JSON object");
+    if (previous.contains("earlier_runs") && previous["earlier_runs"].is_array())
+      for (const auto& run : previous["earlier_runs"]) earlier.push_back(run);
+    previous.erase("earlier_runs");
+    earlier.push_back(previous);
+  } catch (const std::exception& error) {
+    earlier.push_back({{"unreadable", std::string(error.what())}});
+  }
+  return earlier;
 }
 
 }  // namespace copytask

@@ -19,6 +19,7 @@ struct BatchRecord {
 struct RunInfo {
   std::string command;      // the command line, to rerun it
   std::string device;       // "cpu", "cuda:0"
+  std::string gpu, cuda_runtime, cuda_driver;  // on a GPU: its name, the CUDA versions ("" on the CPU)
   int threads = 1;
   std::string started;      // ISO 8601 UTC
   std::string ended;        // empty while running
@@ -28,9 +29,17 @@ struct RunInfo {
   std::vector<std::string> members_trained;  // "rope/seed-0", ... trained by this invocation
   int64_t members_skipped = 0;               // already complete in the folder (a resumed study)
   std::vector<BatchRecord> batches;          // in the order they trained
+  // The records of earlier invocations into the same folder (a resumed study), oldest
+  // first, so that rerunning keeps when and where the members already there were trained.
+  nlohmann::json earlier_runs = nlohmann::json::array();
 };
 
 nlohmann::json run_info_json(const RunInfo& info);
+
+// The earlier_runs for a new record at `path`: the record already there (and its own
+// earlier runs), oldest first; empty when there is none. A record that cannot be read is
+// kept as {"unreadable": "<why>"} rather than dropped silently.
+nlohmann::json run_info_earlier_runs(const std::string& path);
 
 // "2026-11-21T05:26:12Z"
 std::string utc_now_iso8601();

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "compat/torch_compat.h"
 #include "model/encoder.h"
 #include "report/files.h"
 #include "report/results.h"
@@ -287,6 +288,10 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
   RunInfo info;
   info.command = options.command_line;
   info.device = options.device.str();
+  const GpuInfo gpu = gpu_info(options.device);
+  info.gpu = gpu.name;
+  info.cuda_runtime = gpu.cuda_runtime;
+  info.cuda_driver = gpu.cuda_driver;
   info.threads = options.threads;
   info.started = utc_now_iso8601();
   fs::path info_path = out / "run.json";
@@ -295,6 +300,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
     fs::create_directories(out / "shards");
     info_path = out / "shards" / (std::to_string(options.shard.index) + "-of-" + std::to_string(options.shard.count) + ".json");
   }
+  info.earlier_runs = run_info_earlier_runs(info_path.string());
 
   const std::vector<StudyMember> mine = shard_members(study_members(schemes), options.shard);
   std::vector<StudyMember> to_train;

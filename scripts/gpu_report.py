@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The JSON side of scripts/gpu_run.sh (plain Python and the wheel's torch, nothing else).
+
+    gpu_report.py stage SUMMARY NAME EXIT_CODE SECONDS   append a stage's outcome
+    gpu_report.py env SUMMARY                             the machine: GPU, driver, versions, ABI
+    gpu_report.py bench OUT                               bench.json from copytask's and the baseline's JSON
+    gpu_report.py study SUMMARY RUN_JSON SECONDS          the reference study's run.json and wall time
+    gpu_report.py print SUMMARY                           one line per stage
+"""
+import json
+import os
+import platform
+import subprocess
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def save(path, data):
+    with open(path, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def first_line(command, last=False):
+    try:
+        lines = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip().splitlines()
+        return (lines[-1] if last else lines[0]) if lines else ""
+    except (OSError, subprocess.SubprocessError) as error:
+        return "not found (%s)" % error
+
+
+def env(summary):
+    import torch
+    info = {
+        "torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+        "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI), "cmake_prefix_path": torch.utils.cmake_prefix_path,
+        "python": platform.python_version(), "gpu_available": torch.cuda.is_available(),
+        "driver": first_line(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]),
+        "nvcc": first_line(["nvcc", "--version"], last=True), "cmake": first_line(["cmake", "--version"]),
+        "ninja": first_line(["ninja", "--version"]), "gxx": first_line(["g++", "--version"]),
+    }
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        info.update({"gpu": p.name, "gpu_memory_gib": round(p.total_memory / 2**30, 1),
+                     "compute_capability": "%d.%d" % (p.major, p.minor), "multiprocessors": p.multi_processor_count})
+    data = load(summary)
+    data["env"] = info
+    save(summary, data)
+    print(json.dumps(info, indent=2))
+
+
+def bench(out):
+    cases = []
+    for key, label in (("1", "reference, full batch, 1 member"), ("2", "quick, batch 128, 18 members"),
+                       ("3", "reference study, full batch, 30 members")):
+        c, b = load(os.path.join(out, "c%s.json" % key)), load(os.path.join(out, "b%s.json" % key))
+        ratio = c["member_steps_per_second"] / b["member_steps_per_second"]
+        cases.append({"case": label, "copytask": c, "baseline": b, "ratio": ratio})
+        print("%-40s copytask %9.2f m-s/s (%s), PyTorch %9.2f m-s/s: %.2fx" %
+              (label, c["member_steps_per_second"], c["training_step"], b["member_steps_per_second"], ratio))
+    study = cases[2]["copytask"]
+    seconds = 2000 * study["members"] / study["member_steps_per_second"]
+    gpu = study.get("gpu", {}).get("name") or study.get("device")
+    save(os.path.join(out, "bench.json"), {"device": gpu, "reference_study_seconds_estimate": seconds,
+                                           "reference_study_ratio_estimate": cases[2]["ratio"], "cases": cases})
+    for key in "123":
+        os.remove(os.path.join(out, "c%s.json" % key))
+        os.remove(os.path.join(out, "b%s.json" % key))
+
+
+def main():
+    verb = sys.argv[1]
+    if verb == "stage":
+        summary, name, rc, seconds = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+        data = load(summary)
+        data["stages"].append({"stage": name, "exit_code": rc, "seconds": round(seconds, 1),
+                               "status": "ok" if rc == 0 else ("timed out" if rc == 124 else "failed")})
+        save(summary, data)
+    elif verb == "env":
+        env(sys.argv[2])
+    elif verb == "bench":
+        bench(sys.argv[2])
+    elif verb == "study":
+        data = load(sys.argv[2])
+        data["study"] = {"run": load(sys.argv[3]), "wall_seconds": float(sys.argv[4])}
+        save(sys.argv[2], data)
+    elif verb == "print":
+        for s in load(sys.argv[2])["stages"]:
+            print("%-10s %-10s %7.1f s" % (s["stage"], s["status"], s["seconds"]))
+    else:
+        sys.exit("unknown verb " + verb)
+
+
+if __name__ == "__main__":
+    main()

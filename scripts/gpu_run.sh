@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU machine's whole work in one command (it has the PyTorch wheel with its LibTorch,
+# nvcc, cmake and ninja; no Debian packages and no network). Each stage runs under its own
+# time limit; every stage's output goes to one log, summary.json says how each ended.
+#
+#   scripts/gpu_run.sh [--out DIR] [STAGE ...]
+#     stages, in this order (default: env configure build test bench):
+#       env        the GPU, driver, PyTorch/LibTorch and CUDA versions, the C++ ABI, the tools
+#       configure  CMake with the wheel's LibTorch (cmake/dependencies.cmake falls back to .deps/)
+#       build      copytask and its tests; ldd of the binary
+#       test       the suite, CUDA tests included (without the four that need Debian's
+#                  packages: the browser, the shard scripts, the bundle rehearsal, Debian's python3)
+#       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU -> bench.json
+#       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
+#     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
+#     gpu_run.log, bench.json, study_results.json (the device tool brings back 8 files at most)
+#
+# Before it, on a CPU machine: scripts/gpu_bundle.sh (CLI11, nlohmann/json, spdlog, fmt and
+# GoogleTest's sources into .deps/), and carry .deps to the GPU machine, e.g. with the
+# device tool: run(command="scripts/gpu_run.sh env configure build test bench", carry=[".deps"]).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+if [ "${1:-}" = "--out" ]; then out=$2; shift 2; fi
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(env configure build test bench)
+mkdir -p "$out"
+build=build-gpu
+python=$(command -v python3)
+report=scripts/gpu_report.py
+summary="$out/summary.json"
+log="$out/gpu_run.log"
+[ -f "$summary" ] || echo '{"stages": []}' > "$summary"
+
+# stage NAME LIMIT_SECONDS COMMAND: runs it under its limit, its output into the log.
+stage() {
+  local name=$1 limit=$2 command=$3 start=$SECONDS rc
+  echo "== $name (limit ${limit}s)" | tee -a "$log"
+  timeout "$limit" bash -c "$command" >> "$log" 2>&1
+  rc=$?
+  "$python" "$report" stage "$summary" "$name" "$rc" "$((SECONDS - start))"
+  echo "== $name: exit $rc after $((SECONDS - start))s" | tee -a "$log"
+  return $rc
+}
+
+prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+nvcc=$(command -v nvcc || true)
+for name in "${stages[@]}"; do
+  case "$name" in
+    env) stage env 120 "nvidia-smi; '$python' $report env '$summary'" ;;
+    configure)
+      stage configure 300 "cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$prefix' \
+        -DCOPYTASK_BUNDLED_DEPS='$PWD/.deps' ${nvcc:+-DCMAKE_CUDA_COMPILER=$nvcc}" || break ;;
+    build) stage build 600 "cmake --build $build -j \$(nproc) && ldd $build/copytask" || break ;;
+    test)
+      stage test 600 "cd $build && ctest --output-on-failure --timeout 300 -j 4 \
+        -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet)\$'" ;;
+    bench)
+      stage bench 600 "set -e
+        b=$build/copytask
+        \$b bench --config configs/reference.json train.seeds=[0] train.device=cuda --warmup 3 --steps 20 --json $out/c1.json
+        '$python' scripts/baseline_pytorch.py --device cuda --members 1 --batch-size 0 --lr 3e-4 --warmup 3 --steps 20 --json $out/b1.json
+        \$b bench --compare --config configs/quick.json train.device=cuda --warmup 3 --steps 20 --json $out/c2.json
+        '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2.json
+        \$b bench --compare --config configs/reference.json train.device=cuda --warmup 3 --steps 20 --json $out/c3.json
+        '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/b3.json
+        '$python' $report bench $out" ;;
+    study)
+      stage study 600 "set -e
+        rm -rf /tmp/copytask-reference-gpu
+        start=\$(date +%s.%N)
+        $build/copytask compare --config configs/reference.json train.device=cuda --out /tmp/copytask-reference-gpu
+        seconds=\$('$python' -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' \$start \$(date +%s.%N))
+        cp /tmp/copytask-reference-gpu/results.json $out/study_results.json
+        '$python' $report study '$summary' /tmp/copytask-reference-gpu/run.json \$seconds" ;;
+    *) echo "unknown stage $name: env, configure, build, test, bench or study" >&2; exit 2 ;;
+  esac
+done
+echo "== summary ($summary):"
+"$python" "$report" print "$summary"

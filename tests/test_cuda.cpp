@@ -1,0 +1,165 @@
+// The model on a CUDA GPU (the GPU machine's LibTorch): the PyTorch parity fixtures,
+// CPU against CUDA (loss and every gradient, with the same dropout masks: the stream is the
+// same on every device), a member alone against the same member in a batch, a checkpoint
+// written on CUDA read on the CPU, and evaluation's numbers equal to training's. Each test
+// says it is skipped where LibTorch sees no CUDA device (a CPU machine, Debian's LibTorch).
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "model/dropout_stream.h"
+#include "parity_fixtures.h"
+#include "task/copy_task.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace {
+using namespace test::parity;
+
+#define COPYTASK_REQUIRE_CUDA()                                                                  \
+  if (!torch::cuda::is_available())                                                              \
+  GTEST_SKIP() << "no CUDA device visible to this LibTorch: the CUDA tests run on the GPU "      \
+                  "machine (scripts/gpu_run.sh)"
+
+const torch::Device kCuda(torch::kCUDA, 0);
+
+TEST(Cuda, ParityFixturesOnTheGpu) {
+  COPYTASK_REQUIRE_CUDA();
+  std::vector<nlohmann::json> fixtures;
+  std::vector<MemberSpec> members;
+  for (const auto& variant : kVariants)
+    for (bool causal : {false, true}) {
+      fixtures.push_back(load_fixture(variant, causal).json);
+      const auto& config = fixtures.back()["config"];
+      members.push_back({variant, 0, config["positional"], config["causal"], options_of(config)});
+    }
+  const int64_t M = static_cast<int64_t>(fixtures.size());
+  Encoder model(shape_of(fixtures[0]["config"]), members, kCuda);
+  std::vector<torch::Tensor> tokens, targets;
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t m = 0; m < M; ++m) {
+      for (auto& [slot, name] : parameters_by_fixture_name(model, m))
+        slot.copy_(test::tensor_from_json(fixtures[m]["params"][name]));
+      tokens.push_back(test::tokens_from_json(fixtures[m]["tokens"]));
+      targets.push_back(test::tokens_from_json(fixtures[m]["targets"]));
+    }
+  }
+  auto logits = model->forward(torch::stack(tokens).to(kCuda));     // (M, B, T, V)
+  auto losses = member_losses(logits, torch::stack(targets).to(kCuda));
+  losses.sum().backward();
+  double worst = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    worst = std::max(worst, test::max_abs_diff(logits[m].cpu(), test::tensor_from_json(fixtures[m]["logits"])));
+    worst = std::max(worst, std::abs(losses[m].item<double>() - fixtures[m]["loss"].get<double>()));
+    for (const auto& [name, value] : model->stacked_parameters())
+      worst = std::max(worst, test::max_abs_diff(value.grad()[m].cpu(), test::tensor_from_json(fixtures[m]["grads"][name])));
+    for (const auto& item : model->scheme(m).named_parameters())
+      worst = std::max(worst, test::max_abs_diff(item.value().grad().cpu(),
+                                                 test::tensor_from_json(fixtures[m]["grads"]["positional." + item.key()])));
+  }
+  std::printf("parity on CUDA over %lld fixtures: largest difference (logits, loss, gradients) %.2e\n",
+              static_cast<long long>(M), worst);
+  EXPECT_LT(worst, kTolerance);
+}
+
+// The same members on both devices: the same weights (drawn on the CPU), the same dropout
+// masks (one stream on every device), so the same loss and gradients up to float error.
+TEST(Cuda, CpuAndCudaGiveTheSameLossAndGradients) {
+  COPYTASK_REQUIRE_CUDA();
+  const EncoderShape shape = test::small_shape(0.1);
+  const std::vector<MemberSpec> members = {{"rope", 1, "rope", false}, {"t5", 2, "t5", true}, {"learned", 3, "learned", false},
+                                           {"fire", 4, "fire", false}, {"alibi", 5, "alibi", true}};
+  Encoder cpu(shape, members, torch::kCPU), gpu(shape, members, kCuda);
+  auto inputs = test::random_tokens(5, 33, shape, 7), targets = test::random_tokens(5, 33, shape, 8);
+  const DropoutMasks cpu_masks = cpu->dropout_masks(33), gpu_masks = gpu->dropout_masks(33);
+  auto cpu_losses = member_losses(cpu->forward(inputs, &cpu_masks), targets);
+  cpu_losses.sum().backward();
+  auto gpu_losses = member_losses(gpu->forward(inputs.to(kCuda), &gpu_masks), targets.to(kCuda));
+  gpu_losses.sum().backward();
+  EXPECT_LT(test::max_abs_diff(cpu_losses, gpu_losses.cpu()), 1e-5);
+  auto a = cpu->named_parameters(), b = gpu->named_parameters();
+  double worst = 0;
+  for (const auto& item : a) {
+    const double scale = std::max(1e-3, item.value().grad().abs().max().item<double>());
+    worst = std::max(worst, test::max_abs_diff(item.value().grad(), b[item.key()].grad().cpu()) / scale);
+  }
+  std::printf("CPU against CUDA: worst relative gradient difference %.2e\n", worst);
+  EXPECT_LT(worst, 1e-4);
+}
+
+TEST(Cuda, TheDropoutStreamOnTheGpuEqualsTheCpusElementForElement) {
+  COPYTASK_REQUIRE_CUDA();
+  const DropoutStream stream({11, 22, 33}, 5, 0.1);
+  const auto on_gpu = dropout_stream_masks(stream, 7, 1001, kCuda).cpu();  // (3, 1001)
+  std::vector<float> row(1001);
+  for (int64_t m = 0; m < 3; ++m) {
+    stream.fill(m, 7, 1001, row.data());
+    EXPECT_EQ(test::max_abs_diff(on_gpu[m], torch::tensor(row)), 0.0) << "member " << m;
+  }
+}
+
+// A member trained in a batch of others follows the curve of its lone run, on the GPU.
+TEST(Cuda, AMemberAloneTrainsLikeTheSameMemberInABatch) {
+  COPYTASK_REQUIRE_CUDA();
+  TaskConfig task;
+  task.examples = 600;
+  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  TrainConfig train;
+  train.batch_size = 32;
+  train.lr = 3e-3;
+  const std::vector<MemberSpec> batch = {{"sinusoidal", 0, "sinusoidal", false}, {"t5", 1, "t5", false},
+                                         {"rope", 2, "rope", true}};
+  auto curve = [&](const std::vector<MemberSpec>& members, size_t which) {
+    Encoder model(test::small_shape(0.1), members, kCuda);
+    TrainingStep step(model, data, train);
+    std::vector<double> losses;
+    for (int i = 0; i < 10; ++i) losses.push_back(step.run()[static_cast<int64_t>(which)].item<double>());
+    return losses;
+  };
+  const auto batched = curve(batch, 1), lone = curve({batch[1]}, 0);
+  for (size_t i = 0; i < lone.size(); ++i) EXPECT_NEAR(lone[i], batched[i], 1e-4 * std::max(1.0, lone[i])) << "step " << i;
+  EXPECT_LT(lone.back(), lone.front() - 0.05) << "the loss moved";
+}
+
+TEST(Cuda, ACheckpointWrittenOnTheGpuIsReadOnTheCpu) {
+  COPYTASK_REQUIRE_CUDA();
+  const std::vector<MemberSpec> members = {{"t5", 4, "t5", false}};
+  Encoder gpu(test::small_shape(), members, kCuda);
+  Encoder cpu(test::small_shape(), std::vector<MemberSpec>{{"t5", 9, "t5", false}}, torch::kCPU);
+  const auto path = std::filesystem::temp_directory_path() / ("copytask_cuda_" + std::to_string(::getpid()) + ".pt");
+  checkpoint_save(gpu, 0, 1, path.string());
+  checkpoint_load(cpu, 0, path.string());
+  std::filesystem::remove(path);
+  auto tokens = test::random_tokens(1, 4, cpu->shape(), 3);
+  torch::NoGradGuard no_grad;
+  EXPECT_LT(test::max_abs_diff(cpu->forward(tokens), gpu->forward(tokens.to(kCuda)).cpu()), 1e-5);
+}
+
+// Evaluation after training gives the numbers the training loop recorded at its end.
+TEST(Cuda, EvaluationEqualsTheTrainingLoopsLastEvaluation) {
+  COPYTASK_REQUIRE_CUDA();
+  TaskConfig task;
+  task.examples = 500;
+  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  TrainConfig train;
+  train.steps = 20;
+  train.batch_size = 32;
+  train.eval_every = 20;
+  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"t5", 0, "t5", false}, {"rope", 1, "rope", false}}, kCuda);
+  const TrainOutcome outcome = train_members(model, data, train, nullptr);
+  EXPECT_EQ(outcome.training_step, "autograd");
+  const auto again = evaluate_split(model, data.test_inputs, data.test_targets);
+  for (size_t m = 0; m < again.size(); ++m) {
+    EXPECT_EQ(again[m].exact, outcome.final.test[m].exact);
+    EXPECT_EQ(again[m].loss, outcome.final.test[m].loss);
+  }
+}
+
+}  // namespace
+}  // namespace copytask
