@@ -182,6 +182,28 @@ TEST(Config, SchemeOptionsAreReadAndChecked) {
   expect_rejected({"model.bias_mlp_hidden=0"}, {"model.bias_mlp_hidden", "1..1024"});
   expect_rejected({"model.dynamic_depth=9"}, {"model.dynamic_depth", "1..8"});
   expect_rejected({"model.fire_threshold=-3"}, {"model.fire_threshold"});
+  EXPECT_EQ(o.learned_positions, 10) << "the learned table's rows default to the context, resolved";
+  expect_rejected({"model.learned_positions=-1"}, {"model.learned_positions", "1..8192"});
+  expect_rejected({"model.positional=learned", "model.learned_positions=5"},
+                  {"model.learned_positions = 5", "fewer rows than task.context = 10"});
+}
+
+// Length generalization's keys: off by default, resolved and checked.
+TEST(Config, EvalKeysForLengthGeneralization) {
+  const Config defaults = config_resolve(std::nullopt, {});
+  EXPECT_EQ(defaults.eval.max_len, 0) << "off unless asked for";
+  const Config c = config_resolve(std::nullopt, {"eval.max_len=16", "eval.per_length=50", "eval.seed=3"});
+  EXPECT_EQ(c.eval.max_len, 16);
+  EXPECT_EQ(c.eval.per_length, 50);
+  EXPECT_EQ(c.eval.seed, 3);
+  EXPECT_EQ(config_from_json(config_to_json(c)).eval.max_len, 16);
+  expect_rejected({"eval.max_len=4"}, {"eval.max_len = 4", "at least the longest trained"});
+  expect_rejected({"eval.max_len=2000"}, {"eval.max_len", "256"});
+  expect_rejected({"eval.per_length=0"}, {"eval.per_length", "1..100000"});
+  expect_rejected({"eval.seed=-1"}, {"eval.seed", ">= 0"});
+  expect_rejected({"eval.lengths=3"}, {"eval.lengths"});
+  expect_rejected({"model.positional=learned", "eval.max_len=16"},
+                  {"model.learned_positions", "model.learned_positions=33", "never trained"});
 }
 
 // A number beyond a double's range is refused with the key, not a crash (it aborted before).

@@ -265,6 +265,32 @@ TEST(Report, HasEveryChart) {
   EXPECT_NE(page.find("seed 0 (first of 2)"), std::string::npos);
 }
 
+// Length generalization: only where the study evaluated it; mean over seeds by length, the
+// training maximum marked, skipped lengths left out.
+TEST(Report, LengthGeneralizationChartWithTheTrainedMaximumMarked) {
+  ReportInputs in = fixture();
+  EXPECT_EQ(report_html(in).find("class=\"chart length-generalization\""), std::string::npos) << "not asked for";
+  auto lengths = [](double k3, bool skip4) {
+    json by_length = {{"1", {{"exact", 1.0}, {"token", 1.0}}}, {"2", {{"exact", 0.75}, {"token", 0.9}}},
+                      {"3", {{"exact", k3}, {"token", 0.5}}}};
+    by_length["4"] = skip4 ? json{{"exact", nullptr}, {"token", nullptr}, {"skipped", "beyond the rows"}}
+                           : json{{"exact", 0.125}, {"token", 0.25}};
+    return json{{"train_max_len", 2}, {"positions_trained", 4}, {"by_length", by_length}};
+  };
+  in.results["schemes"]["rope"]["runs"][0]["length_generalization"] = lengths(0.5, false);
+  in.results["schemes"]["rope"]["runs"][1]["length_generalization"] = lengths(0.25, false);
+  in.results["schemes"]["learned"]["runs"][0]["length_generalization"] = lengths(0.0, true);
+  const std::string page = report_html(in);
+  EXPECT_EQ(check_well_formed(page), "");
+  const std::string chart = svg_with(page, "class=\"chart length-generalization\"");
+  ASSERT_FALSE(chart.empty());
+  EXPECT_NE(chart.find(">trained up to k = 2<"), std::string::npos) << "the marker";
+  EXPECT_NE(chart.find("rope, 3 content token(s): mean exact match over the copy 0.3750 over 2 seed(s)"), std::string::npos);
+  EXPECT_EQ(chart.find("learned, 4 content token(s)"), std::string::npos) << "a skipped length is not drawn";
+  EXPECT_NE(page.find("k = 2*"), std::string::npos);
+  EXPECT_NE(page.find("k = 3<"), std::string::npos);
+}
+
 TEST(Report, NumbersAppearOnHoverAndInTables) {
   const std::string page = report_html(fixture());
   const std::string accuracy = svg_with(page, "class=\"chart accuracy\"");

@@ -159,3 +159,86 @@ TEST(Study, EvalReproducesTheFinalNumbersExactlyAndPredictShowsAttention) {
 
 }  // namespace
 }  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// Length generalization in a study (every member at lengths 1..12, recorded in
+// result.json, results.json and metrics.jsonl) and from eval (the same numbers again from
+// the checkpoints, and further lengths without retraining).
+TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
+  const fs::path out = fresh_dir("lengths");
+  const std::string schemes =
+      " 'compare.schemes=[{\"name\": \"sin\", \"model.positional\": \"sinusoidal\"},"
+      " {\"name\": \"learned\", \"model.positional\": \"learned\", \"model.learned_positions\": 25}]'";
+  const std::string lengths = " eval.max_len=12 eval.per_length=20";
+  // A learned table without the rows for the longest copy (context 25) is refused first.
+  Outcome short_table = run("compare " + std::string(kTiny) + lengths +
+                            " 'compare.schemes=[{\"name\": \"learned\", \"model.positional\": \"learned\"}]' --out " +
+                            out.string());
+  EXPECT_EQ(short_table.exit_code, 2) << short_table.output;
+  EXPECT_NE(short_table.output.find("model.learned_positions=25"), std::string::npos) << short_table.output;
+  EXPECT_FALSE(fs::exists(out / "results.json"));
+
+  Outcome trained = run("compare " + std::string(kTiny) + lengths + schemes + " --out " + out.string());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("length generalization: exact match over the copy"), std::string::npos) << trained.output;
+  // The task's context of 10 cuts the copies of lengths 5..8 in training, and the table says so.
+  EXPECT_NE(trained.output.find("lengths 5..8 were trained with the copy cut at the context of 10"), std::string::npos)
+      << trained.output;
+  const nlohmann::json results = read_json(out / "results.json");
+  for (const char* scheme : {"sin", "learned"}) {
+    const auto& summary = results["schemes"][scheme]["length_generalization"];
+    EXPECT_EQ(summary["train_max_len"], 8);
+    ASSERT_EQ(summary["by_length"].size(), 12u) << summary.dump();
+    EXPECT_EQ(summary["by_length"]["12"]["exact"]["n"], 2) << "both seeds at length 12";
+    const auto& run = results["schemes"][scheme]["runs"][0]["length_generalization"];
+    EXPECT_EQ(run["positions_trained"], 10);
+    EXPECT_EQ(run["by_length"]["12"]["context"], 25);
+    EXPECT_EQ(run["by_length"]["12"]["n"], 20);
+    EXPECT_EQ(run["by_length"]["3"]["trained"], true);
+    EXPECT_EQ(run["by_length"]["9"]["trained"], false);
+  }
+  // metrics.jsonl: the per-length numbers at every evaluation (steps 10, 20, 30).
+  std::ifstream metrics(out / "members" / "sin" / "seed-0" / "metrics.jsonl");
+  std::string line;
+  int evaluations = 0;
+  while (std::getline(metrics, line)) {
+    const nlohmann::json entry = nlohmann::json::parse(line);
+    ASSERT_TRUE(entry.contains("length_generalization")) << line;
+    EXPECT_EQ(entry["length_generalization"].size(), 12u);
+    ++evaluations;
+  }
+  EXPECT_EQ(evaluations, 3);
+
+  // eval with the same lengths: the numbers training recorded, from the checkpoints.
+  const fs::path json = fresh_dir("lengths.json");
+  Outcome same = run("eval --run " + out.string() + lengths + " --json " + json.string());
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  const nlohmann::json evaluated = read_json(json);
+  for (const auto& member : evaluated["members"]) {
+    const auto& recorded = results["schemes"][member["scheme"].get<std::string>()]["runs"][member["seed"].get<size_t>()];
+    EXPECT_EQ(member["length_generalization"], recorded["length_generalization"]) << member["member"];
+  }
+  // Further than trained for: up to 14; the learned table's 25 rows stop it after length 12.
+  Outcome further = run("eval --run " + out.string() + " eval.max_len=14 eval.per_length=20 --json " + json.string());
+  ASSERT_EQ(further.exit_code, 0) << further.output;
+  const nlohmann::json extended = read_json(json);
+  for (const auto& member : extended["members"]) {
+    const auto& by_length = member["length_generalization"]["by_length"];
+    ASSERT_EQ(by_length.size(), 14u);
+    if (member["scheme"] == "learned") {
+      EXPECT_TRUE(by_length["13"]["exact"].is_null());
+      EXPECT_NE(by_length["13"]["skipped"].get<std::string>().find("25 rows"), std::string::npos);
+      EXPECT_FALSE(by_length["12"]["exact"].is_null());
+    } else {
+      EXPECT_FALSE(by_length["14"]["exact"].is_null());
+    }
+  }
+  EXPECT_FALSE(extended["schemes"]["learned"]["length_generalization"]["by_length"].contains("13"));
+  EXPECT_EQ(run("eval --run " + out.string() + " eval.max_len=3").exit_code, 2) << "below task.max_len";
+  fs::remove_all(out);
+}
+
+}  // namespace
+}  // namespace copytask

@@ -1,6 +1,7 @@
 // copytask eval --run DIR [key=value ...]: reloads a study's trained members and evaluates
 // them again, on the study's own data (the numbers must equal those at the end of training)
-// or on other data (task.* overrides, e.g. task.seed=1).
+// or on other data (task.* overrides, e.g. task.seed=1), and at content lengths beyond the
+// trained ones (eval.max_len=16: length generalization without retraining).
 #include <cstdio>
 #include <filesystem>
 
@@ -15,6 +16,7 @@
 #include "study/member_files.h"
 #include "study/saved_study.h"
 #include "task/copy_task.h"
+#include "task/length_sets.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
@@ -25,13 +27,15 @@ namespace {
 // The keys eval may change: the data, and where it runs. The model's keys are the study's.
 const std::vector<std::string>& eval_keys() {
   static const std::vector<std::string> keys = {"task.seed",     "task.examples", "task.test_fraction", "task.min_len",
-                                                "task.max_len",  "train.device",  "train.threads"};
+                                                "task.max_len",  "eval.max_len",  "eval.per_length",    "eval.seed",
+                                                "train.device",  "train.threads"};
   return keys;
 }
 
 struct MemberScores {
   StudyMember member;
   SplitScores train, test;
+  std::vector<LengthScores> lengths;  // empty unless eval.max_len > 0
 };
 
 }  // namespace
@@ -43,7 +47,8 @@ CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options) {
   command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
   command.add_option("overrides", options.overrides,
                      "key=value: other data (task.seed, task.examples, task.test_fraction, task.min_len, "
-                     "task.max_len) or where to run (train.device, train.threads)");
+                     "task.max_len), longer lengths (eval.max_len, eval.per_length, eval.seed) or where to run "
+                     "(train.device, train.threads)");
   return &command;
 }
 
@@ -64,7 +69,8 @@ int eval_command_run(const EvalCommandOptions& options) {
       }
     }
     config = config_with_overrides(study.base, dotted, "eval");
-    config_validate(config);
+    // Saved models keep their learned rows: lengths beyond them are reported, not refused.
+    config_validate(config, /*learned_rows_must_fit_eval=*/false);
     device = device_resolve(config.train.device);
     if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
       throw ConfigError("--json " + options.json_file + ": its folder does not exist");
@@ -89,7 +95,18 @@ int eval_command_run(const EvalCommandOptions& options) {
       Encoder model = saved_batch_load(study, batch, device);
       const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
       const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
-      for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m]});
+      for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}});
+    }
+    const LengthData lengths = length_data_upload(length_sets_generate(config.task, config.eval, task.train), device);
+    if (!lengths.empty()) {
+      spdlog::info("length generalization: lengths {}..{}, up to {} examples each, contexts {}..{}",
+                   lengths.lengths.front(), lengths.lengths.back(), config.eval.per_length, lengths.contexts.front(),
+                   lengths.contexts.back());
+      // One member at a time: each reaches as far as its own table (a learned member's rows).
+      for (auto& s : scores) {
+        Encoder model = saved_batch_load(study, {s.member}, device);
+        s.lengths = evaluate_lengths(model, lengths).front();
+      }
     }
   } catch (const CheckpointError& error) {
     std::fprintf(stderr, "copytask eval: %s\n", error.what());
@@ -121,12 +138,16 @@ int eval_command_run(const EvalCommandOptions& options) {
     }
     std::printf("%-28s %10.4f %10.4f %11.4f %11.4f  %s\n", s.member.name().c_str(), s.test.exact, s.test.token,
                 s.train.exact, s.train.token, check.c_str());
-    by_scheme[s.member.scheme->name].push_back(run_record_of(s.member.seed, s.train, s.test));
+    RunRecord record = run_record_of(s.member.seed, s.train, s.test);
+    if (!s.lengths.empty())
+      record.length_generalization = length_generalization_json(s.lengths, study.base.task.max_len, study.base.task.context);
+    by_scheme[s.member.scheme->name].push_back(record);
     nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.scheme->name}, {"seed", s.member.seed},
                             {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
                             {"train_exact", s.train.exact}, {"train_token", s.train.token}, {"train_loss", s.train.loss},
                             {"test_exact_by_length", by_length_json(s.test.exact_by_length)}};
     if (same_data) entry["identical_to_training"] = check == "identical";
+    if (!s.lengths.empty()) entry["length_generalization"] = record.length_generalization;
     out["members"].push_back(entry);
   }
   nlohmann::json summary = {{"schemes", nlohmann::json::object()}};
@@ -138,6 +159,7 @@ int eval_command_run(const EvalCommandOptions& options) {
     }
   out["schemes"] = summary["schemes"];
   std::printf("\n%s", table_format(results_table(summary, order)).c_str());
+  if (!scores.empty() && !scores.front().lengths.empty()) std::printf("\n%s", length_table_format(summary, order).c_str());
   if (same_data)
     std::printf("\n%s\n", differing == 0 ? "every member's numbers are identical to those at the end of training"
                                          : fmt::format("{} member(s) differ from training (another device or thread "

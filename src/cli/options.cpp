@@ -120,6 +120,8 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
       std::printf("\n%lld of %lld members complete; missing: %s\n", complete["runs"].get<long long>(),
                   complete["expected"].get<long long>(), complete["missing"].dump().c_str());
     std::printf("\n%s", table_format(results_table(results, order)).c_str());
+    const std::string lengths = length_table_format(results, order);
+    if (!lengths.empty()) std::printf("\n%s", lengths.c_str());
     std::printf("\noutput folder: %s\n", study.out_dir.c_str());
     return kExitOk;
   } catch (const Interrupted&) {

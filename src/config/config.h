@@ -46,6 +46,8 @@ struct PositionalOptions {
   int64_t dynamic_depth = 2;                 // dynamic: hidden layers of the MLP
   bool dynamic_log_distance = false;         // dynamic: input sign(d) log(1 + |d|) instead of d
   double fire_threshold = 0;                 // FIRE: initial threshold L in positions; 0 = task.context
+  int64_t learned_positions = 0;             // learned: rows of the table; 0 = task.context. Rows beyond
+                                             // the training context are never trained (length generalization)
 
   bool operator==(const PositionalOptions& other) const;
 };
@@ -74,6 +76,16 @@ struct TrainConfig {
   int64_t threads = 0;      // CPU threads for LibTorch; 0 = one per core
 };
 
+// Length generalization (DESIGN.md section 1): after training, and at every evaluation,
+// each member is also evaluated at every content length min_len..max_len, on examples
+// drawn per length from its own seed, each length in a context long enough for the whole
+// copy. Off when max_len is 0.
+struct EvalConfig {
+  int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
+  int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)
+  int64_t seed = 1;          // the evaluation examples' seed, the same for every member
+};
+
 struct ReportConfig {
   std::vector<std::string> probes = {"7 1 8 2"};  // content tokens; <copy> and padding are added
 };
@@ -96,6 +108,7 @@ struct Config {
   TaskConfig task;
   ModelConfig model;
   TrainConfig train;
+  EvalConfig eval;
   ReportConfig report;
   CompareConfig compare = default_compare();
 
@@ -119,8 +132,10 @@ Config config_from_json(const nlohmann::json& json);
 Config config_with_overrides(const Config& config, const nlohmann::json& dotted_overrides,
                              const std::string& origin);
 
-// Range and consistency checks; throws ConfigError naming the key.
-void config_validate(const Config& config);
+// Range and consistency checks; throws ConfigError naming the key. A learned table must
+// have a row for every context eval.max_len evaluates at; `copytask eval` passes false
+// (saved models keep their rows, and the lengths beyond them are reported as skipped).
+void config_validate(const Config& config, bool learned_rows_must_fit_eval = true);
 
 // The config of one scheme of a comparison (base + the scheme's overrides), validated.
 Config config_for_scheme(const Config& base, const SchemeSpec& scheme);

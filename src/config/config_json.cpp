@@ -243,9 +243,12 @@ Config config_from_checked_json(const json& j, const json& defaults) {
   o.dynamic_depth = get_leaf<int64_t>(model, "dynamic_depth");
   o.dynamic_log_distance = get_leaf<bool>(model, "dynamic_log_distance");
   o.fire_threshold = get_leaf<double>(model, "fire_threshold");
+  o.learned_positions = get_leaf<int64_t>(model, "learned_positions");
   // FIRE's threshold defaults to the training context: resolved here, so every resolved
   // config (printed, saved with the results) carries the number the model starts from.
   if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
+  // The learned table's rows likewise: the training context unless more are asked for.
+  if (o.learned_positions == 0) o.learned_positions = c.task.context;
   const json& train = j.at("train");
   c.train.steps = get_leaf<int64_t>(train, "steps");
   c.train.batch_size = get_leaf<int64_t>(train, "batch_size");
@@ -254,6 +257,10 @@ Config config_from_checked_json(const json& j, const json& defaults) {
   c.train.seeds = get_leaf<std::vector<int64_t>>(train, "seeds");
   c.train.device = get_leaf<std::string>(train, "device");
   c.train.threads = get_leaf<int64_t>(train, "threads");
+  const json& eval = j.at("eval");
+  c.eval.max_len = get_leaf<int64_t>(eval, "max_len");
+  c.eval.per_length = get_leaf<int64_t>(eval, "per_length");
+  c.eval.seed = get_leaf<int64_t>(eval, "seed");
   c.report.probes = get_leaf<std::vector<std::string>>(j.at("report"), "probes");
   c.compare.schemes.clear();
   const json& schemes = j.at("compare").at("schemes");
@@ -301,7 +308,8 @@ json model_json(const ModelConfig& m) {
           {"bias_mlp_hidden", o.bias_mlp_hidden},
           {"dynamic_depth", o.dynamic_depth},
           {"dynamic_log_distance", o.dynamic_log_distance},
-          {"fire_threshold", o.fire_threshold}};
+          {"fire_threshold", o.fire_threshold},
+          {"learned_positions", o.learned_positions}};
 }
 
 }  // namespace
@@ -352,6 +360,7 @@ json config_to_json(const Config& c) {
       {"train", {{"steps", c.train.steps}, {"batch_size", c.train.batch_size}, {"lr", c.train.lr},
                  {"eval_every", c.train.eval_every}, {"seeds", c.train.seeds},
                  {"device", c.train.device}, {"threads", c.train.threads}}},
+      {"eval", {{"max_len", c.eval.max_len}, {"per_length", c.eval.per_length}, {"seed", c.eval.seed}}},
       {"report", {{"probes", c.report.probes}}},
       {"compare", {{"schemes", schemes}, {"grid", c.compare.grid}}},
   };

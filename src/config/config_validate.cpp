@@ -91,6 +91,8 @@ void validate_positional_options(const PositionalOptions& o, int64_t heads) {
           "must be 1..8");
   require(std::isfinite(o.fire_threshold) && o.fire_threshold >= 1 && o.fire_threshold <= 1e6, "model.fire_threshold",
           str(o.fire_threshold), "must be 1..1000000 positions, or 0 for task.context");
+  require(o.learned_positions >= 1 && o.learned_positions <= 8192, "model.learned_positions",
+          std::to_string(o.learned_positions), "must be 1..8192 rows, or 0 for task.context");
 }
 
 void validate_model(const ModelConfig& m) {
@@ -130,6 +132,35 @@ void validate_train(const TrainConfig& t, const TaskConfig& task) {
           "must be 0 (one per core) or a thread count");
 }
 
+// The longest context length generalization evaluates at: the whole copy of the longest
+// content (2k + 1 tokens), never shorter than the training context.
+int64_t longest_eval_context(const EvalConfig& e, const TaskConfig& task) {
+  return std::max(task.context, 2 * e.max_len + 1);
+}
+
+void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfig& m, bool learned_rows_must_fit) {
+  // At most 256: a context of 513, whose score-bias tables and attention stay small.
+  require(e.max_len == 0 || (e.max_len >= task.max_len && e.max_len <= 256), "eval.max_len", std::to_string(e.max_len),
+          "must be 0 (off) or task.max_len (" + std::to_string(task.max_len) + ") .. 256: the longest content length "
+          "evaluated, at least the longest trained");
+  require(e.per_length >= 1 && e.per_length <= 100000, "eval.per_length", std::to_string(e.per_length),
+          "must be 1..100000 examples per length");
+  require(e.seed >= 0, "eval.seed", std::to_string(e.seed), "must be >= 0");
+  // A learned table cannot place positions it has no row for: refused now, not after training.
+  if (m.positional == "learned")
+    require(m.positional_options.learned_positions >= task.context, "model.learned_positions",
+            std::to_string(m.positional_options.learned_positions),
+            "is fewer rows than task.context = " + std::to_string(task.context) + "; set at least that many, or 0");
+  if (learned_rows_must_fit && e.max_len > 0 && m.positional == "learned") {
+    const int64_t longest = longest_eval_context(e, task);
+    require(m.positional_options.learned_positions >= longest, "model.learned_positions",
+            std::to_string(m.positional_options.learned_positions),
+            "is too few rows for eval.max_len = " + std::to_string(e.max_len) + ", whose longest copy needs a context of " +
+                std::to_string(longest) + "; set model.learned_positions=" + std::to_string(longest) +
+                " (the rows beyond task.context are never trained, and results say so)");
+  }
+}
+
 void validate_report(const ReportConfig& r, const TaskConfig& task) {
   for (size_t i = 0; i < r.probes.size(); ++i) {
     try {
@@ -158,10 +189,11 @@ void validate_compare(const CompareConfig& c) {
 
 }  // namespace
 
-void config_validate(const Config& config) {
+void config_validate(const Config& config, bool learned_rows_must_fit_eval) {
   validate_task(config.task);
   validate_model(config.model);
   validate_train(config.train, config.task);
+  validate_eval(config.eval, config.task, config.model, learned_rows_must_fit_eval);
   validate_report(config.report, config.task);
   validate_compare(config.compare);
 }

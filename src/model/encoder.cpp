@@ -107,6 +107,7 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
   if (std::find(causal_flags.begin(), causal_flags.end(), 1) != causal_flags.end()) {
     auto ahead = torch::ones({T, T}, torch::kBool).triu(1);  // (T, T) j > i
     auto flags = torch::tensor(causal_flags).to(torch::kBool);
+    causal_flags_ = flags.view({M, 1, 1, 1, 1}).to(device);                                    // (M, 1, 1, 1, 1)
     causal_mask_ = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, T, T})).to(device);  // (M, 1, 1, T, T)
   }
   token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
@@ -142,6 +143,12 @@ std::vector<std::pair<std::string, torch::Tensor>> EncoderImpl::stacked_paramete
 
 PositionalTables EncoderImpl::positional_tables(int64_t positions) { return table_maker_->make(positions); }
 
+int64_t EncoderImpl::position_limit() const {
+  int64_t limit = std::numeric_limits<int64_t>::max();
+  for (const auto& scheme : schemes_) limit = std::min(limit, scheme->position_limit());
+  return limit;
+}
+
 void EncoderImpl::positional_backward(const PositionalTables& tables, const PositionalTables& table_grads) {
   table_maker_->backward(tables, table_grads);
 }
@@ -157,9 +164,15 @@ AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, 
   // The score bias, then -inf where a causal member may not look (DESIGN.md section 2).
   if (tables.bias.defined()) context.offset = tables.bias.unsqueeze(1);  // (M, 1, H, T, T)
   if (causal_mask_.defined()) {
+    // The training context's mask is kept; another length (evaluation beyond it) gets its own.
+    torch::Tensor mask = causal_mask_;
+    if (T != causal_mask_.size(-1)) {
+      auto ahead = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device_)).triu(1);  // (T, T)
+      mask = causal_flags_ & ahead.view({1, 1, 1, T, T});  // (M, 1, 1, T, T)
+    }
     if (!context.offset.defined())
       context.offset = torch::zeros({M, 1, shape_.heads, T, T}, torch::TensorOptions().device(device_));
-    context.offset = context.offset.masked_fill(causal_mask_, -std::numeric_limits<float>::infinity());
+    context.offset = context.offset.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
   return context;
 }
@@ -173,7 +186,9 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
                                    const DropoutMasks* masks, std::vector<torch::Tensor>* attention_out) {
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
-  TORCH_CHECK(T == shape_.context, "tokens carry ", T, " positions, the model ", shape_.context);
+  // Training runs at the model's context; evaluation may ask for any T its schemes cover.
+  TORCH_CHECK(T == shape_.context || (!masks && T <= position_limit()), "tokens carry ", T, " positions; the model trains at ",
+              shape_.context, " and its positional tables cover at most ", position_limit());
   TORCH_CHECK(tables.positions == T, "positional tables for ", tables.positions, " positions, tokens of ", T);
   const AttentionContext context = attention_context(tables, T);
   // Member m's token t is row m * V + t of the stacked table (M * V, D).

@@ -133,6 +133,9 @@ class EncoderImpl : public torch::nn::Module {
   const EncoderShape& shape() const { return shape_; }
   const torch::Device& device() const { return device_; }
   PositionalScheme& scheme(int64_t member) { return *schemes_[static_cast<size_t>(member)]; }
+  // The most positions every member's scheme can cover (a learned table's rows), so an
+  // evaluation can ask for a context longer than the training one.
+  int64_t position_limit() const;
   // The parameters with a leading member axis, by name (every parameter but the schemes').
   std::vector<std::pair<std::string, torch::Tensor>> stacked_parameters();
 
@@ -152,6 +155,7 @@ class EncoderImpl : public torch::nn::Module {
   std::vector<std::shared_ptr<PositionalScheme>> schemes_;
   std::unique_ptr<PositionalTableMaker> table_maker_;
   torch::Tensor causal_mask_;    // (M, 1, 1, T, T) bool: j > i for causal members, or undefined
+  torch::Tensor causal_flags_;   // (M, 1, 1, 1, 1) bool: which members are causal (a mask for another T)
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
   // Each member's dropout randomness: its stream key, and the steps drawn so far (the same
   // counter-based stream on every device, model/dropout_stream.h).

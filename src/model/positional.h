@@ -17,6 +17,7 @@
 //
 // Shapes: P positions, D embed, H heads, Dh = D / H.
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -50,6 +51,10 @@ class PositionalScheme : public torch::nn::Module {
   // The hook's table for positions 0 .. positions-1, differentiable in the parameters:
   // additive (P, D), rotation angles (P, Dh/2), score bias (H, P, P); float32.
   virtual torch::Tensor table(int64_t positions) = 0;
+
+  // The most positions table() can cover: a learned table's rows; the others compute any
+  // length (length generalization asks them for contexts they never trained at).
+  virtual int64_t position_limit() const { return std::numeric_limits<int64_t>::max(); }
 
   // Draws the parameters' starting values from the member's own randomness: position_draw
   // is the (T, D) N(0, 1) draw every member makes in the model's fixed order (the learned

@@ -254,6 +254,13 @@ std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta,
   out += x_axis(x, html::nice_ticks(x_domain.first, x_domain.second, 8), top + plot_h, top, axes.x_label);
   if (axes.zero_line && y_domain.first < 0 && y_domain.second > 0)
     out += line(left, y(0), left + plot_w, y(0), "#999", 1, attr("stroke-dasharray", "4 3"));
+  if (axes.x_marker && axes.x_marker->first >= x_domain.first && axes.x_marker->first <= x_domain.second) {
+    const double mx = x(axes.x_marker->first);
+    out += element("g", attr("class", "x-marker"),
+                   line(mx, top, mx, top + plot_h, "#555", 1.2, attr("stroke-dasharray", "6 4")) +
+                       text(mx + 4, top + 12, axes.x_marker->second,
+                            attr("font-size", kLabelFont) + attr("fill", "#333")));
+  }
 
   // Bands first, so every line stays on top of every band.
   for (const auto& s : series) {

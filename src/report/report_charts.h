@@ -46,6 +46,8 @@ struct Axes {
   std::string x_label, y_label;
   std::optional<std::pair<double, double>> x_domain, y_domain;  // absent: from the data, widened to ticks
   bool zero_line = false;  // a horizontal rule at y = 0
+  // A vertical rule at x with its label at the top (e.g. the longest trained length).
+  std::optional<std::pair<double, std::string>> x_marker;
 };
 std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta, const Axes& axes, double width,
                        double height);

@@ -347,4 +347,85 @@ std::string section_by_length(const StudyView& view) {
                      table(header, rows, "by-length"));
 }
 
+// ---- Length generalization ------------------------------------------------------------------
+
+std::string section_length_generalization(const StudyView& view) {
+  if (view.inputs().results.is_null()) return "";
+  // scheme -> length -> the seeds' exact match over the copy
+  std::map<std::string, std::map<int, std::vector<double>>> by_length;
+  std::set<int> lengths;
+  double train_max_len = NAN;
+  for (const auto& name : schemes_with_results(view)) {
+    const json* runs = member(*scheme_results(view, name), "runs");
+    if (!runs || !runs->is_array()) continue;
+    for (const auto& run : *runs) {
+      const json* lengths_json = member(run, "length_generalization");
+      if (!lengths_json) continue;
+      train_max_len = number_at(*lengths_json, "train_max_len");
+      const json* table = member(*lengths_json, "by_length");
+      if (!table || !table->is_object()) continue;
+      for (const auto& item : table->items()) {
+        int length = 0;
+        try {
+          length = std::stoi(item.key());
+        } catch (const std::exception&) {
+          continue;
+        }
+        const double exact = number_at(item.value(), "exact");
+        if (!std::isfinite(exact)) continue;  // skipped: beyond a learned table's rows
+        lengths.insert(length);
+        by_length[name][length].push_back(exact);
+      }
+    }
+  }
+  // Only studies that asked for it (eval.max_len) have this section.
+  if (by_length.empty()) return "";
+  std::vector<charts::Series> series;
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& name : view.schemes()) {
+    const auto it = by_length.find(name);
+    if (it == by_length.end()) continue;
+    charts::Series s;
+    s.name = name;
+    s.colour = view.colour(name);
+    s.markers = true;
+    std::vector<Cell> row = {scheme_cell(view, name)};
+    for (const int length : lengths) {
+      const auto found = it->second.find(length);
+      const Spread spread = found == it->second.end() ? Spread{} : spread_of(found->second);
+      row.push_back(number_cell(spread.mean, 3));
+      if (spread.n == 0) continue;
+      s.x.push_back(length);
+      s.y.push_back(spread.mean);
+      s.band_lo.push_back(spread.lo);
+      s.band_hi.push_back(spread.hi);
+      s.tips.push_back(name + ", " + std::to_string(length) + " content token(s): mean exact match over the copy " +
+                       html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s), min " +
+                       html::fixed(spread.lo, 4) + ", max " + html::fixed(spread.hi, 4));
+    }
+    rows.push_back(std::move(row));
+    series.push_back(std::move(s));
+  }
+  std::vector<std::string> header = {"scheme"};
+  for (const int length : lengths)
+    header.push_back("k = " + std::to_string(length) + (std::isfinite(train_max_len) && length <= train_max_len ? "*" : ""));
+  charts::Axes axes;
+  axes.x_label = "content length k (tokens before <copy>)";
+  axes.y_label = "exact match over the copy";
+  axes.x_domain = std::make_pair(*lengths.begin() - 0.5, *lengths.rbegin() + 0.5);
+  axes.y_domain = std::make_pair(0.0, 1.0);
+  if (std::isfinite(train_max_len))
+    axes.x_marker = std::make_pair(train_max_len + 0.5, "trained up to k = " + html::compact(train_max_len));
+  const std::string chart = charts::line_chart(
+      series, {"length-generalization", "chart-length-generalization", "Exact match against content length"}, axes,
+      1040, 340);
+  return section("length-generalization", "Length generalization",
+                 figure(chart,
+                        "Exact match over the copy's k tokens at each content length, beyond the trained lengths "
+                        "(right of the dashed rule) too; each length in a context of max(T, 2k + 1). Line: mean over "
+                        "seeds; band: the lowest to the highest seed.") +
+                     table(header, rows, "length-generalization") +
+                     note("* = a trained length. A learned table is drawn only as far as its rows reach."));
+}
+
 }  // namespace copytask::report

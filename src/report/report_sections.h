@@ -45,6 +45,7 @@ std::string section_overview(const StudyView& view);    // title, key facts, war
 std::string section_accuracy(const StudyView& view);    // bars + dots + CI, tables
 std::string section_curves(const StudyView& view);      // test exact-match and train loss vs step
 std::string section_by_length(const StudyView& view);   // test exact-match by content length
+std::string section_length_generalization(const StudyView& view);  // exact match against length, beyond training
 std::string section_attention(const StudyView& view);   // maps per probe and scheme
 std::string section_positional(const StudyView& view);  // similarity, PCA, kernels, biases
 std::string section_metadata(const StudyView& view);    // run.json, shards, config

@@ -1,7 +1,9 @@
 #include "report/results.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "report/stats.h"
 #include "train/evaluate.h"
@@ -15,8 +17,28 @@ nlohmann::json by_length_json(const std::vector<double>& by_length) {
   return out;
 }
 
+nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,
+                                          int64_t positions_trained) {
+  nlohmann::json by_length = nlohmann::json::object();
+  for (const auto& s : scores) {
+    nlohmann::json one = {{"n", s.count}, {"context", s.context}, {"trained", s.trained}};
+    one["exact"] = s.skipped.empty() ? nlohmann::json(s.exact) : nlohmann::json(nullptr);
+    one["token"] = s.skipped.empty() ? nlohmann::json(s.token) : nlohmann::json(nullptr);
+    if (!s.skipped.empty()) one["skipped"] = s.skipped;
+    by_length[std::to_string(s.length)] = one;
+  }
+  return {{"train_max_len", train_max_len}, {"positions_trained", positions_trained}, {"by_length", by_length}};
+}
+
+nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& s : scores)
+    if (s.skipped.empty()) out[std::to_string(s.length)] = {{"exact", s.exact}, {"token", s.token}};
+  return out;
+}
+
 nlohmann::json run_record_json(const RunRecord& r) {
-  return {{"seed", r.seed},
+  nlohmann::json out = {{"seed", r.seed},
           {"test_exact", r.test_exact},
           {"test_token", r.test_token},
           {"train_exact", r.train_exact},
@@ -27,6 +49,8 @@ nlohmann::json run_record_json(const RunRecord& r) {
           {"seconds", r.seconds},
           {"batch_members", r.batch_members},
           {"test_exact_by_length", by_length_json(r.test_exact_by_length)}};
+  if (!r.length_generalization.is_null()) out["length_generalization"] = r.length_generalization;
+  return out;
 }
 
 RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScores& test) {
@@ -60,6 +84,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
     if (r.test_exact_by_length.size() <= k) r.test_exact_by_length.resize(k + 1, -1.0);
     r.test_exact_by_length[k] = item.value().get<double>();
   }
+  if (j.contains("length_generalization")) r.length_generalization = j.at("length_generalization");
   return r;
 }
 
@@ -80,6 +105,29 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   out["train_exact"] = summary_json(summarize(train_exact));
   out["train_token"] = summary_json(summarize(train_token));
   out["final_loss"] = summary_json(summarize(final_loss, 0.0, std::numeric_limits<double>::infinity()));
+
+  // Length generalization, aggregated like test_exact over the runs evaluated at each length.
+  std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
+  nlohmann::json train_max_len, positions_trained;
+  for (const auto& run : runs) {
+    if (run.length_generalization.is_null()) continue;
+    train_max_len = run.length_generalization.at("train_max_len");
+    positions_trained = run.length_generalization.value("positions_trained", nlohmann::json());
+    for (const auto& item : run.length_generalization.at("by_length").items()) {
+      if (item.value().at("exact").is_null()) continue;
+      auto& [exact, token] = by_length[std::stoll(item.key())];
+      exact.push_back(item.value().at("exact").get<double>());
+      token.push_back(item.value().at("token").get<double>());
+    }
+  }
+  if (!train_max_len.is_null()) {
+    nlohmann::json lengths = nlohmann::json::object();
+    for (const auto& [k, values] : by_length)
+      lengths[std::to_string(k)] = {{"exact", summary_json(summarize(values.first))},
+                                    {"token", summary_json(summarize(values.second))}};
+    out["length_generalization"] = {
+        {"train_max_len", train_max_len}, {"positions_trained", positions_trained}, {"by_length", lengths}};
+  }
   return out;
 }
 
@@ -106,6 +154,62 @@ std::string table_format(const std::vector<TableRow>& rows) {
                   row.scheme.c_str(), static_cast<long long>(row.n), row.mean, row.std, row.min, row.max);
     out += line;
   }
+  return out;
+}
+
+std::string length_table_format(const nlohmann::json& results, const std::vector<std::string>& order) {
+  std::vector<int64_t> lengths;
+  int64_t train_max_len = 0;
+  size_t width = 6;
+  for (const auto& name : order) {
+    if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
+    const auto& scheme = results["schemes"][name];
+    if (!scheme.contains("length_generalization")) continue;
+    width = std::max(width, name.size());
+    train_max_len = scheme["length_generalization"]["train_max_len"].get<int64_t>();
+    for (const auto& item : scheme["length_generalization"]["by_length"].items()) {
+      const int64_t k = std::stoll(item.key());
+      if (std::find(lengths.begin(), lengths.end(), k) == lengths.end()) lengths.push_back(k);
+    }
+  }
+  if (lengths.empty()) return "";
+  std::sort(lengths.begin(), lengths.end());
+  int64_t positions_trained = 0;
+  for (const auto& name : order)
+    if (results.contains("schemes") && results["schemes"].contains(name) &&
+        results["schemes"][name].contains("length_generalization") &&
+        results["schemes"][name]["length_generalization"].value("positions_trained", nlohmann::json()).is_number())
+      positions_trained = results["schemes"][name]["length_generalization"]["positions_trained"].get<int64_t>();
+  std::string out = "length generalization: exact match over the copy by content length, mean over seeds "
+                    "(* = a trained length, up to " + std::to_string(train_max_len) + ")\n";
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%-*s", static_cast<int>(width), "scheme");
+  out += cell;
+  for (int64_t k : lengths) {
+    std::snprintf(cell, sizeof cell, " %5s", (std::to_string(k) + (k <= train_max_len ? "*" : "")).c_str());
+    out += cell;
+  }
+  out += "\n";
+  for (const auto& name : order) {
+    if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
+    const auto& scheme = results["schemes"][name];
+    if (!scheme.contains("length_generalization")) continue;
+    std::snprintf(cell, sizeof cell, "%-*s", static_cast<int>(width), name.c_str());
+    out += cell;
+    const auto& by_length = scheme["length_generalization"]["by_length"];
+    for (int64_t k : lengths) {
+      const std::string key = std::to_string(k);
+      if (by_length.contains(key)) std::snprintf(cell, sizeof cell, " %5.2f", by_length[key]["exact"]["mean"].get<double>());
+      else std::snprintf(cell, sizeof cell, " %5s", "-");
+      out += cell;
+    }
+    out += "\n";
+  }
+  // A trained length whose copy did not fit the training context was only ever seen cut.
+  const int64_t whole = (positions_trained - 1) / 2;
+  if (positions_trained > 0 && whole < train_max_len)
+    out += "(lengths " + std::to_string(whole + 1) + ".." + std::to_string(train_max_len) + " were trained with the copy cut at the context of " +
+           std::to_string(positions_trained) + " tokens: their copy beyond it was never trained)\n";
   return out;
 }
 

@@ -18,9 +18,19 @@ struct RunRecord {
   double seconds = 0;     // wall time of the batch of members this run trained in
   int64_t batch_members = 1;  // how many members trained together in that batch
   std::vector<double> test_exact_by_length;  // index k = content length; -1 = no such example
+  // {"train_max_len", "positions_trained", "by_length": {"<k>": {"n", "context", "trained",
+  // "exact", "token"[, "skipped"]}}} from length_generalization_json; null when not evaluated.
+  nlohmann::json length_generalization;
 };
 
-struct SplitScores;  // train/evaluate.h
+struct SplitScores;   // train/evaluate.h
+struct LengthScores;  // train/evaluate.h
+
+// One member's per-length scores: by_length keyed by k; exact and token null where skipped.
+nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,
+                                          int64_t positions_trained);
+// The per-length numbers metrics.jsonl records at every evaluation: {"<k>": {"exact", "token"}}.
+nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores);
 
 // A member's record from its evaluation on the train and test splits (steps, seconds and
 // batch_members left at their defaults for the caller).
@@ -34,7 +44,9 @@ nlohmann::json run_record_json(const RunRecord& run);
 RunRecord run_record_from_json(const nlohmann::json& json);
 
 // {"runs": [...], "test_exact": summary, "test_token": ..., "train_exact": ..., "train_token": ...,
-//  "final_loss": summary (not clipped)}
+//  "final_loss": summary (not clipped)}, and where the runs were evaluated beyond their
+// lengths "length_generalization": {"train_max_len": N, "by_length": {"<k>": {"exact":
+// summary, "token": summary}}} over the runs that could be evaluated at k.
 nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs);
 
 // One row of the comparison table printed at the end of a study.
@@ -46,5 +58,10 @@ struct TableRow {
 // Rows from a results.json, in the given scheme order.
 std::vector<TableRow> results_table(const nlohmann::json& results, const std::vector<std::string>& order);
 std::string table_format(const std::vector<TableRow>& rows);
+
+// Length generalization as a table, one row per scheme, one column per content length: the
+// mean over seeds of exact match over the copy ("-" where no run could be evaluated; a
+// trained length is marked *). "" when no scheme of results has length_generalization.
+std::string length_table_format(const nlohmann::json& results, const std::vector<std::string>& order);
 
 }  // namespace copytask

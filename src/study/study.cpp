@@ -19,6 +19,7 @@
 #include "study/member_files.h"
 #include "study/positional_analysis.h"
 #include "task/copy_task.h"
+#include "task/length_sets.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
 
@@ -315,9 +316,15 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
     if (!to_train.empty()) {
       // The data: one copy task for the whole study (schemes may not change task.*).
       const CopyTask task = copy_task_generate(base.task);
-      const TrainData data = train_data_upload(task, options.device);
+      TrainData data = train_data_upload(task, options.device);
       spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
                    task.context, task.vocab_size);
+      // Length generalization: the same examples per length for every member (eval.* is the study's).
+      data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), options.device);
+      if (!data.lengths.empty())
+        spdlog::info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
+                     data.lengths.lengths.front(), data.lengths.lengths.back(), base.eval.per_length,
+                     data.lengths.contexts.front(), data.lengths.contexts.back());
 
       // The probes' full inputs (<copy> and padding added); report.probes may be empty.
       nlohmann::json probe_inputs_json = nlohmann::json::array();
@@ -372,18 +379,19 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
         auto on_evaluation = [&](const Evaluation& evaluation) {
           std::map<std::string, std::pair<double, int>> test_mean;
           for (int64_t m = 0; m < M; ++m) {
-            jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(),
-                         {{"step", evaluation.step},
-                          {"scheme", specs[m].scheme},
-                          {"seed", specs[m].seed},
-                          {"seconds", evaluation.seconds},
-                          {"train_loss", evaluation.train[m].loss},
-                          {"train_exact", evaluation.train[m].exact},
-                          {"train_token", evaluation.train[m].token},
-                          {"test_loss", evaluation.test[m].loss},
-                          {"test_exact", evaluation.test[m].exact},
-                          {"test_token", evaluation.test[m].token},
-                          {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}});
+            nlohmann::json line = {{"step", evaluation.step},
+                                   {"scheme", specs[m].scheme},
+                                   {"seed", specs[m].seed},
+                                   {"seconds", evaluation.seconds},
+                                   {"train_loss", evaluation.train[m].loss},
+                                   {"train_exact", evaluation.train[m].exact},
+                                   {"train_token", evaluation.train[m].token},
+                                   {"test_loss", evaluation.test[m].loss},
+                                   {"test_exact", evaluation.test[m].exact},
+                                   {"test_token", evaluation.test[m].token},
+                                   {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}};
+            if (!evaluation.lengths.empty()) line["length_generalization"] = length_metrics_json(evaluation.lengths[m]);
+            jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(), line);
             test_mean[specs[m].scheme].first += evaluation.test[m].exact;
             test_mean[specs[m].scheme].second += 1;
           }
@@ -431,6 +439,9 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
           run.steps = outcome.steps;
           run.seconds = outcome.seconds;
           run.batch_members = M;
+          if (!outcome.final.lengths.empty())
+            run.length_generalization =
+                length_generalization_json(outcome.final.lengths[m], config.task.max_len, config.task.context);
           nlohmann::json result = run_record_json(run);
           result["training_step"] = outcome.training_step;
           result["scheme"] = scheme.name;

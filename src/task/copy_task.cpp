@@ -11,36 +11,6 @@
 namespace copytask {
 namespace {
 
-// Capacity of one length: (V-2)^k, saturated.
-int64_t inputs_of_length(int64_t content_vocab, int64_t k) {
-  int64_t count = 1;
-  for (int64_t i = 0; i < k; ++i) {
-    if (count > std::numeric_limits<int64_t>::max() / content_vocab) return std::numeric_limits<int64_t>::max();
-    count *= content_vocab;
-  }
-  return count;
-}
-
-// A content sequence as one hashable key: three bytes per token (vocab_size <= 100000),
-// so sequences of different lengths never collide.
-struct ContentKey {
-  std::string bytes;
-  bool operator==(const ContentKey& other) const { return bytes == other.bytes; }
-};
-struct ContentKeyHash {
-  size_t operator()(const ContentKey& key) const { return std::hash<std::string>()(key.bytes); }
-};
-ContentKey key_of(const std::vector<int64_t>& content) {
-  ContentKey key;
-  key.bytes.reserve(content.size() * 3);
-  for (int64_t token : content) {
-    key.bytes.push_back(static_cast<char>(token & 0xff));
-    key.bytes.push_back(static_cast<char>((token >> 8) & 0xff));
-    key.bytes.push_back(static_cast<char>((token >> 16) & 0xff));
-  }
-  return key;
-}
-
 void append_example(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
   auto input = copy_input(content, vocab_size, context);
   auto target = copy_target(content, vocab_size, context);
@@ -51,11 +21,31 @@ void append_example(CopySplit& split, const std::vector<int64_t>& content, int64
 
 }  // namespace
 
+int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k) {
+  int64_t count = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (count > std::numeric_limits<int64_t>::max() / content_vocab) return std::numeric_limits<int64_t>::max();
+    count *= content_vocab;
+  }
+  return count;
+}
+
+std::string content_key(const std::vector<int64_t>& content) {
+  std::string key;
+  key.reserve(content.size() * 3);
+  for (int64_t token : content) {
+    key.push_back(static_cast<char>(token & 0xff));
+    key.push_back(static_cast<char>((token >> 8) & 0xff));
+    key.push_back(static_cast<char>((token >> 16) & 0xff));
+  }
+  return key;
+}
+
 int64_t copy_task_capacity(const TaskConfig& task) {
   if (task.vocab_size < 3 || task.min_len < 1 || task.max_len < task.min_len) return 0;
   int64_t total = 0;
   for (int64_t k = task.min_len; k <= task.max_len; ++k) {
-    int64_t count = inputs_of_length(task.vocab_size - 2, k);
+    int64_t count = copy_inputs_of_length(task.vocab_size - 2, k);
     if (count > std::numeric_limits<int64_t>::max() - total) return std::numeric_limits<int64_t>::max();
     total += count;
   }
@@ -93,7 +83,7 @@ CopyTask copy_task_generate(const TaskConfig& task) {
   std::vector<int64_t> used_of_length(task.max_len + 1, 0);
   for (int64_t k = task.min_len; k <= task.max_len; ++k) lengths.push_back(k);
 
-  std::unordered_set<ContentKey, ContentKeyHash> seen;
+  std::unordered_set<std::string> seen;
   seen.reserve(static_cast<size_t>(task.examples) * 2);
   std::vector<std::vector<int64_t>> contents;
   contents.reserve(task.examples);
@@ -105,9 +95,9 @@ CopyTask copy_task_generate(const TaskConfig& task) {
     // until all of its inputs are used.
     do {
       for (auto& token : content) token = 1 + static_cast<int64_t>(uniform_below(engine, content_vocab));
-    } while (!seen.insert(key_of(content)).second);
+    } while (!seen.insert(content_key(content)).second);
     contents.push_back(std::move(content));
-    if (++used_of_length[k] == inputs_of_length(content_vocab, k)) lengths.erase(lengths.begin() + slot);
+    if (++used_of_length[k] == copy_inputs_of_length(content_vocab, k)) lengths.erase(lengths.begin() + slot);
   }
 
   // Shuffle before splitting: the short lengths run out of distinct inputs early, so in

@@ -31,6 +31,13 @@ struct CopyTask {
   CopySplit test;
 };
 
+// How many distinct inputs of k content tokens exist, (content_vocab)^k, saturated at INT64_MAX.
+int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k);
+
+// A content sequence as one hashable key: three bytes per token (vocab_size <= 100000),
+// so sequences of different lengths never collide.
+std::string content_key(const std::vector<int64_t>& content);
+
 // How many distinct inputs exist: sum over k of (V-2)^k, saturated at INT64_MAX.
 int64_t copy_task_capacity(const TaskConfig& task);
 

@@ -1,5 +1,8 @@
 #include "train/evaluate.h"
 
+#include <cmath>
+#include <limits>
+
 #include <torch/torch.h>
 
 #include "model/fused_cpu.h"
@@ -48,6 +51,67 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     scores[m].exact = a[1][m] / static_cast<double>(N);
     scores[m].token = a[2][m] / static_cast<double>(N * T);
     for (int64_t k = 0; k <= T; ++k) scores[m].exact_by_length.push_back(l[M][k] > 0 ? l[m][k] / l[M][k] : -1.0);
+  }
+  if (was_training) model->train();
+  return scores;
+}
+
+LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device) {
+  LengthData data;
+  for (const auto& set : sets) {
+    const int64_t N = set.examples.count, T = set.context;
+    data.lengths.push_back(set.length);
+    data.contexts.push_back(T);
+    data.trained.push_back(set.trained);
+    data.inputs.push_back(torch::tensor(set.examples.inputs, torch::kLong).view({N, T}).to(device));    // (N, T)
+    data.targets.push_back(torch::tensor(set.examples.targets, torch::kLong).view({N, T}).to(device));  // (N, T)
+  }
+  return data;
+}
+
+std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  const int64_t M = model->member_count();
+  std::vector<std::vector<LengthScores>> scores(M);
+  for (size_t i = 0; i < data.lengths.size(); ++i) {
+    const int64_t k = data.lengths[i], T = data.contexts[i], N = data.inputs[i].size(0);
+    LengthScores base;
+    base.length = k;
+    base.context = T;
+    base.count = N;
+    base.trained = data.trained[i];
+    if (N == 0 || T > model->position_limit()) {
+      base.exact = base.token = std::numeric_limits<double>::quiet_NaN();
+      base.skipped = N == 0 ? "no input of this length outside the training split"
+                            : "context " + std::to_string(T) + " is beyond the learned table's " +
+                                  std::to_string(model->position_limit()) + " rows (model.learned_positions)";
+      for (int64_t m = 0; m < M; ++m) scores[m].push_back(base);
+      continue;
+    }
+    auto options = torch::TensorOptions().dtype(torch::kFloat64).device(data.inputs[i].device());
+    auto exact_sum = torch::zeros({M}, options), token_sum = torch::zeros({M}, options);
+    // Long contexts in smaller chunks: the attention weights (M, n, H, T, T) stay near 2^25 floats.
+    const int64_t attention_per_example = M * model->shape().heads * T * T;
+    const int64_t length_chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, (int64_t{1} << 25) / attention_per_example));
+    for (int64_t start = 0; start < N; start += length_chunk) {
+      const int64_t n = std::min(length_chunk, N - start);
+      auto x = data.inputs[i].narrow(0, start, n).unsqueeze(0).expand({M, n, T});           // (M, n, T)
+      auto y = data.targets[i].narrow(0, start, n).narrow(1, copy_begin(k), k).unsqueeze(0);  // (1, n, k) the copy
+      auto copied = model_logits(model, x).narrow(2, copy_begin(k), k).argmax(-1);           // (M, n, k)
+      auto correct = copied.eq(y);                                                            // (M, n, k)
+      token_sum += correct.sum({1, 2}).to(torch::kFloat64);
+      exact_sum += correct.all(-1).sum(1).to(torch::kFloat64);
+    }
+    auto totals = torch::stack({exact_sum, token_sum}).cpu();  // (2, M)
+    auto a = totals.accessor<double, 2>();
+    for (int64_t m = 0; m < M; ++m) {
+      LengthScores one = base;
+      one.exact = a[0][m] / static_cast<double>(N);
+      one.token = a[1][m] / static_cast<double>(N * k);
+      scores[m].push_back(one);
+    }
   }
   if (was_training) model->train();
   return scores;

@@ -1,11 +1,13 @@
 #pragma once
 // Evaluation in eval mode (no dropout): each member's loss, whole-sequence exact match and
 // token accuracy over a split. Shapes: M members, N examples, T positions.
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
 
 #include "model/encoder.h"
+#include "task/length_sets.h"
 
 namespace copytask {
 
@@ -25,6 +27,31 @@ torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vec
 // inputs, targets: (N, T) int64 on the model's device. One entry per member.
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                                         int64_t chunk = 1024);
+
+// The length-generalization sets on a device: one (N_k, T_k) pair of tensors per length.
+struct LengthData {
+  std::vector<int64_t> lengths, contexts;
+  std::vector<bool> trained;  // a length the training split holds
+  std::vector<torch::Tensor> inputs, targets;
+  bool empty() const { return lengths.empty(); }
+};
+LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device);
+
+// One member's scores at one content length, over the copy's k positions only (k + 1 ..
+// 2k): exact = every copied token right, token = the share of copied tokens right. NaN
+// with `skipped` saying why where the member cannot run at that context (a learned table
+// with too few rows).
+struct LengthScores {
+  int64_t length = 0, context = 0, count = 0;
+  bool trained = false;
+  double exact = 0, token = 0;
+  std::string skipped;
+};
+
+// [member][length]: each member at every length of data, in eval mode. A length whose
+// context exceeds the model's position_limit() is skipped for every member (evaluate a
+// learned member alone to get its own limit).
+std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk = 512);
 
 // Content length k of each input (the position of <copy>): (N, T) -> (N) int64.
 torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size);

@@ -46,6 +46,14 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
     const double dropout = L * (H * T * T + 2 * T * D + T * F);
     training += 4 * M * B * (per_example + dropout);
   }
+  // Length generalization (eval.max_len): the longest length's tables and a chunk of its
+  // attention (at most 2^25 floats, train/evaluate.cpp) and logits; its sets' tokens.
+  if (c.eval.max_len > 0) {
+    const double Te = std::max(T, 2.0 * static_cast<double>(c.eval.max_len) + 1);
+    const double examples = static_cast<double>(c.eval.per_length) * static_cast<double>(c.eval.max_len);
+    training += 4 * M * (Te * D + H * Te * Te) * 2 + 4 * 6 * double(1 << 25) + 6 * 4 * M * 512 * Te * V;
+    e.data_bytes += examples * 48 * Te;
+  }
   e.training_bytes = training;
   e.process_bytes = 300.0 * 1024 * 1024;  // LibTorch, its thread pools, the binary
   if (!device.is_cpu()) e.device = training + 16 * N * T;  // and the splits' tokens (int64 inputs and targets)

@@ -21,6 +21,7 @@ namespace copytask {
 // The task's splits as (N, T) int64 tensors on one device.
 struct TrainData {
   torch::Tensor train_inputs, train_targets, test_inputs, test_targets;
+  LengthData lengths;  // length generalization's sets (empty when eval.max_len is 0)
 };
 TrainData train_data_upload(const CopyTask& task, const torch::Device& device);
 
@@ -28,6 +29,7 @@ struct Evaluation {
   int64_t step = 0;
   double seconds = 0;  // training time so far, evaluations excluded
   std::vector<SplitScores> train, test;  // one per member
+  std::vector<std::vector<LengthScores>> lengths;  // [member][length]; empty without length sets
 };
 
 struct TrainOutcome {

@@ -1,0 +1,36 @@
+#pragma once
+// The length-generalization sets (DESIGN.md section 1): for every content length k from
+// task.min_len to eval.max_len, examples of exactly that length in a context long enough
+// for the whole copy, T_k = max(task.context, 2k + 1). So a trained length keeps the
+// training context (its inputs look like the test split's), and a longer one is copied
+// whole, with no cut. Pure C++ (no tensors), like copy_task.h.
+#include <cstdint>
+#include <vector>
+
+#include "config/config.h"
+#include "task/copy_task.h"
+
+namespace copytask {
+
+struct LengthSet {
+  int64_t length = 0;   // k content tokens
+  int64_t context = 0;  // T_k
+  bool trained = false; // k <= task.max_len: a length the training split holds
+  CopySplit examples;   // count x T_k inputs and targets
+};
+
+// The context a length is evaluated in: max(task.context, 2k + 1).
+int64_t length_context(const TaskConfig& task, int64_t length);
+
+// One set per length task.min_len..eval.max_len, drawn from eval.seed (each length from
+// its own stream, so a longer eval.max_len keeps the shorter lengths' examples): up to
+// eval.per_length distinct inputs, uniform over the inputs of that length that are not in
+// the training split (a trained length is tested on inputs never trained on); all of them,
+// in a shuffled order, where fewer exist. Empty when eval.max_len is 0.
+std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train);
+
+// The copy's positions of a length-k example: k + 1 .. 2k (what the per-length scores
+// count; not the echoed input, the <copy> token or the padding).
+inline int64_t copy_begin(int64_t length) { return length + 1; }
+
+}  // namespace copytask
