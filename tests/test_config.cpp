@@ -182,7 +182,15 @@ TEST(Config, SchemeOptionsAreReadAndChecked) {
   expect_rejected({"model.bias_mlp_hidden=0"}, {"model.bias_mlp_hidden", "1..1024"});
   expect_rejected({"model.dynamic_depth=9"}, {"model.dynamic_depth", "1..8"});
   expect_rejected({"model.fire_threshold=-3"}, {"model.fire_threshold"});
-  EXPECT_EQ(o.learned_positions, 10) << "the learned table's rows default to the context, resolved";
+  EXPECT_EQ(learned_rows(o, 10), 10) << "the learned table's rows default to the context";
+  PositionalOptions random = o;
+  random.random_positions = 64;
+  EXPECT_EQ(learned_rows(random, 10), 64) << "or to L under randomized positions";
+  expect_rejected({"model.random_positions=5"}, {"model.random_positions = 5", "10..4096"});
+  expect_rejected({"model.random_positions=20", "eval.max_len=12"}, {"model.random_positions = 20", "25..4096", "eval.max_len = 12"});
+  expect_rejected({"model.positional=none", "model.random_positions=20"}, {"model.random_positions", "reads none"});
+  expect_rejected({"model.positional=learned", "model.random_positions=20", "model.learned_positions=12"},
+                  {"model.learned_positions = 12", "at least model.random_positions = 20"});
   expect_rejected({"model.learned_positions=-1"}, {"model.learned_positions", "1..8192"});
   expect_rejected({"model.positional=learned", "model.learned_positions=5"},
                   {"model.learned_positions = 5", "fewer rows than task.context = 10"});

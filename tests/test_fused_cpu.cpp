@@ -4,11 +4,13 @@
 // scheme, with and without the causal mask, one and several heads, with dropout masks;
 // the forward pass evaluation uses; independent of the thread count; and the same training
 // over several Adam steps. (test_parity.cpp checks it against the PyTorch fixtures too.)
+#include <cmath>
 #include <optional>
 
 #include <gtest/gtest.h>
 
 #include "model/fused_cpu.h"
+#include "model/random_positions.h"
 #include "task/copy_task.h"
 #include "test_util.h"
 #include "train/trainer.h"
@@ -238,6 +240,102 @@ TEST(FusedCpu, TrainsLikeTheAutogradStep) {
     EXPECT_LT(worst, 1e-4) << "batch size " << batch_size;
     EXPECT_GT(test::max_abs_diff(fused.front(), fused.back()), 0.05) << "the loss moved";
   }
+}
+
+}  // namespace
+}  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// Randomized positions on the fused step: every scheme that reads positions (and one
+// member without them, batched beside), each example at its own sorted positions of
+// 0..39, gives autograd's loss and every gradient through the gathered tables.
+TEST(FusedCpu, RandomizedPositionsGiveAutogradsLossAndGradients) {
+  std::vector<MemberSpec> members;
+  for (auto member : with_heads(every_scheme_members(), 2)) {
+    if (member.positional == "none") continue;  // reads no positions
+    member.options.random_positions = 40;
+    if (member.positional == "learned") member.options.learned_positions = 40;
+    members.push_back(member);
+  }
+  members.push_back({"sinusoidal-plain", 20, "sinusoidal", false, {}});  // 0..T-1 beside them
+  Encoder model(test::small_shape(0.1), members, torch::kCPU);
+  const int64_t M = model->member_count(), B = 37;
+  auto inputs = test::random_tokens(M, B, test::small_shape(), 21);
+  auto targets = test::random_tokens(M, B, test::small_shape(), 22);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const torch::Tensor positions = model->training_positions(B, 10);  // (M, B, T)
+  ASSERT_TRUE(positions.defined());
+  EXPECT_EQ(model->table_positions(10), 40);
+
+  model->zero_grad();
+  auto reference_losses = member_losses(model->forward(inputs, &masks, nullptr, positions), targets);  // (M)
+  reference_losses.sum().backward();
+  const StepResult reference{reference_losses.detach(), gradients_of(model)};
+
+  model->zero_grad();
+  const PositionalTables tables = model->positional_tables(40);
+  PositionalTables table_grads;
+  auto losses = fused_cpu_loss_backward(*model, tables, inputs, targets, &masks, &table_grads, positions);
+  model->positional_backward(tables, table_grads);
+  const StepResult fused{losses, gradients_of(model)};
+
+  EXPECT_LT(test::max_abs_diff(reference.loss, fused.loss), 1e-5);
+  std::string where;
+  const double worst = worst_relative_gradient_difference(reference, fused, &where);
+  std::printf("  randomized positions: loss diff %.1e, worst relative gradient diff %.1e (%s)\n",
+              test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
+  EXPECT_LT(worst, 1e-4) << where;
+
+  // The forward passes agree too, at the evaluation positions.
+  const torch::Tensor at = model->evaluation_positions(0, B, 10);
+  torch::NoGradGuard no_grad;
+  EXPECT_LT(test::max_abs_diff(fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, at),
+                               model->forward(inputs, nullptr, nullptr, at)),
+            1e-4);
+  // And other positions give other logits: the positions are used.
+  EXPECT_GT(test::max_abs_diff(fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, at),
+                               fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, positions)),
+            1e-3);
+}
+
+TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
+  const int64_t T = 10, L = 40, draws = 20000;
+  std::vector<int64_t> counts(L, 0), row(T);
+  for (int64_t d = 0; d < draws; ++d) {
+    random_positions_draw(static_cast<uint64_t>(d) * 7919 + 1, T, L, row.data());
+    for (int64_t t = 0; t < T; ++t) {
+      ASSERT_TRUE(row[t] >= 0 && row[t] < L) << row[t];
+      if (t > 0) ASSERT_LT(row[t - 1], row[t]) << "sorted and distinct";
+      ++counts[row[t]];
+    }
+  }
+  // Every position is as likely as any other: T/L of the draws each (4 sigma).
+  const double expected = static_cast<double>(draws) * T / L, sigma = std::sqrt(expected * (1.0 - double(T) / L));
+  for (int64_t p = 0; p < L; ++p) EXPECT_NEAR(static_cast<double>(counts[p]), expected, 4 * sigma) << "position " << p;
+  // T = L leaves one choice: 0..L-1.
+  random_positions_draw(99, L, L, std::vector<int64_t>(L).data());
+
+  // Per member: from its own seed, another step another draw, a member without them 0..T-1.
+  PositionalOptions random;
+  random.random_positions = L;
+  Encoder model(test::small_shape(),
+                std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random), MemberSpec("b", 1, "rope", false, random),
+                                        MemberSpec("c", 0, "sinusoidal", false, random), MemberSpec("d", 2, "rope")},
+                torch::kCPU);
+  Encoder again(test::small_shape(), std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random)}, torch::kCPU);
+  const torch::Tensor first = model->training_positions(5, T), second = model->training_positions(5, T);
+  EXPECT_FALSE(torch::equal(first[0], first[1])) << "other seeds, other positions";
+  EXPECT_TRUE(torch::equal(first[0], first[2])) << "the same seed draws the same, whatever the scheme";
+  EXPECT_TRUE(torch::equal(first[3], torch::arange(T).expand({5, T}))) << "a member without them";
+  EXPECT_FALSE(torch::equal(first[0], second[0])) << "each step its own draw";
+  EXPECT_TRUE(torch::equal(again->training_positions(5, T)[0], first[0])) << "alone as in a batch";
+  // Evaluation: the same every time, and the same for every member with the same L.
+  const torch::Tensor eval = model->evaluation_positions(3, 4, T);
+  EXPECT_TRUE(torch::equal(eval, model->evaluation_positions(3, 4, T)));
+  EXPECT_TRUE(torch::equal(eval[0], eval[1]));
+  EXPECT_TRUE(torch::equal(eval[0].narrow(0, 1, 3), model->evaluation_positions(4, 3, T)[0])) << "a chunk draws its share";
 }
 
 }  // namespace

@@ -46,11 +46,20 @@ struct PositionalOptions {
   int64_t dynamic_depth = 2;                 // dynamic: hidden layers of the MLP
   bool dynamic_log_distance = false;         // dynamic: input sign(d) log(1 + |d|) instead of d
   double fire_threshold = 0;                 // FIRE: initial threshold L in positions; 0 = task.context
-  int64_t learned_positions = 0;             // learned: rows of the table; 0 = task.context. Rows beyond
-                                             // the training context are never trained (length generalization)
+  int64_t learned_positions = 0;             // learned: rows of the table; 0 = learned_rows() below. Rows
+                                             // beyond those training reaches are never trained
+  int64_t random_positions = 0;              // randomized positions (Ruoss et al. 2023): 0 = off, else L; each
+                                             // example's positions a sorted random subset of 0..L-1
 
   bool operator==(const PositionalOptions& other) const;
 };
+
+// The rows of a learned table: learned_positions, or when 0 the training context, or L
+// under randomized positions (a row for every position drawn). Not resolved into the
+// config, so that a scheme's own random_positions decides it.
+inline int64_t learned_rows(const PositionalOptions& o, int64_t context) {
+  return o.learned_positions > 0 ? o.learned_positions : (o.random_positions > context ? o.random_positions : context);
+}
 
 // The option keys above, as they appear under model. in a config (rope_base, ...).
 const std::vector<std::string>& positional_option_keys();

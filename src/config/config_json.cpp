@@ -244,11 +244,11 @@ Config config_from_checked_json(const json& j, const json& defaults) {
   o.dynamic_log_distance = get_leaf<bool>(model, "dynamic_log_distance");
   o.fire_threshold = get_leaf<double>(model, "fire_threshold");
   o.learned_positions = get_leaf<int64_t>(model, "learned_positions");
+  o.random_positions = get_leaf<int64_t>(model, "random_positions");
   // FIRE's threshold defaults to the training context: resolved here, so every resolved
   // config (printed, saved with the results) carries the number the model starts from.
   if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
-  // The learned table's rows likewise: the training context unless more are asked for.
-  if (o.learned_positions == 0) o.learned_positions = c.task.context;
+
   const json& train = j.at("train");
   c.train.steps = get_leaf<int64_t>(train, "steps");
   c.train.batch_size = get_leaf<int64_t>(train, "batch_size");
@@ -309,7 +309,8 @@ json model_json(const ModelConfig& m) {
           {"dynamic_depth", o.dynamic_depth},
           {"dynamic_log_distance", o.dynamic_log_distance},
           {"fire_threshold", o.fire_threshold},
-          {"learned_positions", o.learned_positions}};
+          {"learned_positions", o.learned_positions},
+          {"random_positions", o.random_positions}};
 }
 
 }  // namespace

@@ -91,8 +91,8 @@ void validate_positional_options(const PositionalOptions& o, int64_t heads) {
           "must be 1..8");
   require(std::isfinite(o.fire_threshold) && o.fire_threshold >= 1 && o.fire_threshold <= 1e6, "model.fire_threshold",
           str(o.fire_threshold), "must be 1..1000000 positions, or 0 for task.context");
-  require(o.learned_positions >= 1 && o.learned_positions <= 8192, "model.learned_positions",
-          std::to_string(o.learned_positions), "must be 1..8192 rows, or 0 for task.context");
+  require(o.learned_positions >= 0 && o.learned_positions <= 8192, "model.learned_positions",
+          std::to_string(o.learned_positions), "must be 1..8192 rows, or 0 for task.context (or model.random_positions)");
 }
 
 void validate_model(const ModelConfig& m) {
@@ -147,13 +147,28 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
           "must be 1..100000 examples per length");
   require(e.seed >= 0, "eval.seed", std::to_string(e.seed), "must be >= 0");
   // A learned table cannot place positions it has no row for: refused now, not after training.
+  const int64_t rows = learned_rows(m.positional_options, task.context);
   if (m.positional == "learned")
-    require(m.positional_options.learned_positions >= task.context, "model.learned_positions",
-            std::to_string(m.positional_options.learned_positions),
+    require(rows >= task.context, "model.learned_positions", std::to_string(m.positional_options.learned_positions),
             "is fewer rows than task.context = " + std::to_string(task.context) + "; set at least that many, or 0");
+  // Randomized positions: L covers the training context and every evaluated one, and the scheme reads positions.
+  const int64_t L = m.positional_options.random_positions;
+  if (L != 0) {
+    const int64_t longest = e.max_len > 0 ? longest_eval_context(e, task) : task.context;
+    require(L >= longest && L <= 4096, "model.random_positions", std::to_string(L),
+            "must be 0 (off) or " + std::to_string(longest) + "..4096: positions are drawn from 0..L-1, so L must cover " +
+                (e.max_len > 0 ? "the longest evaluated context (eval.max_len = " + std::to_string(e.max_len) + ")"
+                               : "task.context"));
+    require(m.positional != "none", "model.random_positions", std::to_string(L),
+            "applies to a scheme that reads positions; model.positional = none reads none");
+    if (m.positional == "learned")
+      require(rows >= L, "model.learned_positions",
+              std::to_string(m.positional_options.learned_positions),
+              "must be at least model.random_positions = " + std::to_string(L) + " (a row for every position drawn), or 0");
+  }
   if (learned_rows_must_fit && e.max_len > 0 && m.positional == "learned") {
     const int64_t longest = longest_eval_context(e, task);
-    require(m.positional_options.learned_positions >= longest, "model.learned_positions",
+    require(rows >= longest, "model.learned_positions",
             std::to_string(m.positional_options.learned_positions),
             "is too few rows for eval.max_len = " + std::to_string(e.max_len) + ", whose longest copy needs a context of " +
                 std::to_string(longest) + "; set model.learned_positions=" + std::to_string(longest) +

@@ -1,5 +1,6 @@
 #include "model/encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,7 @@
 
 #include "compat/torch_compat.h"
 #include "model/attention_core.h"
+#include "model/random_positions.h"
 
 namespace copytask {
 
@@ -97,6 +99,8 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     at::Generator scheme_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 4));
     init_member(m, init_generator, scheme_generator);
     dropout_keys_.push_back(stream_seed(members_[m].seed, 2));
+    position_keys_.push_back(stream_seed(members_[m].seed, 5));
+    position_ranges_.push_back(members_[m].options.random_positions);
   }
   to(device);
   table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape.embed, shape.heads, device);
@@ -149,6 +153,55 @@ int64_t EncoderImpl::position_limit() const {
   return limit;
 }
 
+bool EncoderImpl::random_positions() const {
+  return std::any_of(position_ranges_.begin(), position_ranges_.end(), [](int64_t range) { return range > 0; });
+}
+
+int64_t EncoderImpl::table_positions(int64_t T) const {
+  int64_t P = T;
+  for (int64_t range : position_ranges_) P = std::max(P, range);
+  return P;
+}
+
+torch::Tensor EncoderImpl::training_positions(int64_t batch, int64_t T) {
+  if (!random_positions()) return {};
+  return random_positions_batch(position_keys_, position_ranges_, position_steps_++, 0, batch, T).to(device_);
+}
+
+torch::Tensor EncoderImpl::evaluation_positions(int64_t first, int64_t count, int64_t T) const {
+  if (!random_positions()) return {};
+  // One key for every member: evaluation examples sit at the same positions whatever the
+  // member (for the same L); the context keys the draw, so each length has its own.
+  const std::vector<uint64_t> keys(position_keys_.size(), 0x6576616C706F73ULL);  // "evalpos"
+  return random_positions_batch(keys, position_ranges_, static_cast<uint64_t>(T), first, count, T).to(device_);
+}
+
+PositionalTables EncoderImpl::tables_at(const PositionalTables& tables, const torch::Tensor& positions) const {
+  const int64_t M = member_count(), B = positions.size(1), T = positions.size(2), P = tables.positions;
+  TORCH_CHECK(positions.size(0) == M, "tables_at: positions for ", positions.size(0), " members, the model has ", M);
+  PositionalTables out = tables;
+  out.positions = T;
+  out.per_example = true;
+  auto member_rows = (torch::arange(M, positions.options()) * P).view({M, 1, 1}) + positions;  // (M, B, T): rows of (M*P)
+  if (tables.additive.defined()) {
+    const int64_t D = tables.additive.size(2);
+    out.additive = tables.additive.reshape({M * P, D}).index_select(0, member_rows.reshape({-1})).view({M, B, T, D});
+  }
+  if (tables.angles.defined()) {
+    const int64_t R = tables.angles.size(2);
+    out.angles = tables.angles.reshape({M * P, R}).index_select(0, member_rows.reshape({-1})).view({M, B, T, R});
+  }
+  if (tables.bias.defined()) {
+    const int64_t H = tables.bias.size(1);
+    // Entry (m, h, i, j) of (M, H, P, P) for example b: ((m H + h) P + pos_i) P + pos_j.
+    auto heads = (torch::arange(M, positions.options()).view({M, 1, 1, 1, 1}) * H +
+                  torch::arange(H, positions.options()).view({1, 1, H, 1, 1})) * (P * P);  // (M, 1, H, 1, 1)
+    auto index = heads + positions.view({M, B, 1, T, 1}) * P + positions.view({M, B, 1, 1, T});  // (M, B, H, T, T)
+    out.bias = tables.bias.reshape({-1}).index_select(0, index.reshape({-1})).view({M, B, H, T, T});
+  }
+  return out;
+}
+
 void EncoderImpl::positional_backward(const PositionalTables& tables, const PositionalTables& table_grads) {
   table_maker_->backward(tables, table_grads);
 }
@@ -157,12 +210,13 @@ AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, 
   const int64_t M = member_count();
   AttentionContext context;
   if (tables.angles.defined()) {
-    auto angles = tables.angles.unsqueeze(1).unsqueeze(1);  // (M, 1, 1, T, Dh/2)
+    // (M, 1, 1, T, Dh/2), or per example (M, B, 1, T, Dh/2)
+    auto angles = tables.per_example ? tables.angles.unsqueeze(2) : tables.angles.unsqueeze(1).unsqueeze(1);
     context.cos = angles.cos();
     context.sin = angles.sin();
   }
   // The score bias, then -inf where a causal member may not look (DESIGN.md section 2).
-  if (tables.bias.defined()) context.offset = tables.bias.unsqueeze(1);  // (M, 1, H, T, T)
+  if (tables.bias.defined()) context.offset = tables.per_example ? tables.bias : tables.bias.unsqueeze(1);  // (M, 1|B, H, T, T)
   if (causal_mask_.defined()) {
     // The training context's mask is kept; another length (evaluation beyond it) gets its own.
     torch::Tensor mask = causal_mask_;
@@ -178,8 +232,10 @@ AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, 
 }
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const DropoutMasks* masks,
-                                   std::vector<torch::Tensor>* attention_out) {
-  return forward(tokens, positional_tables(tokens.size(2)), masks, attention_out);
+                                   std::vector<torch::Tensor>* attention_out, const torch::Tensor& positions) {
+  const int64_t T = tokens.size(2);
+  if (!positions.defined()) return forward(tokens, positional_tables(T), masks, attention_out);
+  return forward(tokens, tables_at(positional_tables(table_positions(T)), positions), masks, attention_out);
 }
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const PositionalTables& tables,
@@ -187,14 +243,15 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
   // Training runs at the model's context; evaluation may ask for any T its schemes cover.
-  TORCH_CHECK(T == shape_.context || (!masks && T <= position_limit()), "tokens carry ", T, " positions; the model trains at ",
-              shape_.context, " and its positional tables cover at most ", position_limit());
+  TORCH_CHECK(T == shape_.context || (!masks && table_positions(T) <= position_limit()), "tokens carry ", T,
+              " positions; the model trains at ", shape_.context, " and its positional tables cover at most ",
+              position_limit());
   TORCH_CHECK(tables.positions == T, "positional tables for ", tables.positions, " positions, tokens of ", T);
   const AttentionContext context = attention_context(tables, T);
   // Member m's token t is row m * V + t of the stacked table (M * V, D).
   auto rows = (tokens + token_offsets_).reshape({-1});                                  // (M*B*T)
   auto x = tok_emb.view({M * shape_.vocab, D}).index_select(0, rows).view({M, B, T, D});  // (M, B, T, D)
-  if (tables.additive.defined()) x = x + tables.additive.unsqueeze(1);                  // + (M, 1, T, D)
+  if (tables.additive.defined()) x = x + (tables.per_example ? tables.additive : tables.additive.unsqueeze(1));  // + (M, 1|B, T, D)
   if (attention_out) attention_out->clear();
   for (const auto& module : *blocks) {
     torch::Tensor weights;

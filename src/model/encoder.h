@@ -111,8 +111,9 @@ class EncoderImpl : public torch::nn::Module {
 
   // tokens: (M, B, T) int64 -> logits (M, B, T, V). Dropout only when `masks` is given.
   // attention_out, when given, receives each block's attention weights (M, B, H, T, T).
+  // positions, when given (randomized positions): (M, B, T) int64, each example's positions.
   torch::Tensor forward(const torch::Tensor& tokens, const DropoutMasks* masks = nullptr,
-                        std::vector<torch::Tensor>* attention_out = nullptr);
+                        std::vector<torch::Tensor>* attention_out = nullptr, const torch::Tensor& positions = {});
   // The same with the positional tables given (positional_tables(T), or tables a test
   // wants the gradients of).
   torch::Tensor forward(const torch::Tensor& tokens, const PositionalTables& tables, const DropoutMasks* masks,
@@ -121,6 +122,19 @@ class EncoderImpl : public torch::nn::Module {
   // The members' positional tables for P positions (with autograd to the scheme
   // parameters), and the step back from their gradients to those parameters.
   PositionalTables positional_tables(int64_t positions);
+
+  // Randomized positions (model.random_positions, Ruoss et al. 2023). Whether any member
+  // draws its positions; the positions its tables must cover for inputs of T tokens (T, or
+  // the largest L of the members); this training step's positions (M, B, T), each member
+  // from its own stream (call once per step); the positions of evaluation examples
+  // first..first+N-1 (the same at every evaluation and for every member with the same L);
+  // members without randomized positions get 0..T-1. Undefined tensors when none draws.
+  bool random_positions() const;
+  int64_t table_positions(int64_t T) const;
+  torch::Tensor training_positions(int64_t batch, int64_t T);
+  torch::Tensor evaluation_positions(int64_t first, int64_t count, int64_t T) const;
+  // Each example's rows of the tables (made for table_positions(T)): per_example tables.
+  PositionalTables tables_at(const PositionalTables& tables, const torch::Tensor& positions) const;
   void positional_backward(const PositionalTables& tables, const PositionalTables& table_grads);
 
   // Draws this step's dropout masks for a batch of `batch` examples (each member from its
@@ -161,6 +175,10 @@ class EncoderImpl : public torch::nn::Module {
   // counter-based stream on every device, model/dropout_stream.h).
   std::vector<uint64_t> dropout_keys_;
   uint64_t dropout_steps_ = 0;
+  // Randomized positions: each member's stream key and range L (0 = off), and the steps drawn.
+  std::vector<uint64_t> position_keys_;
+  std::vector<int64_t> position_ranges_;
+  uint64_t position_steps_ = 0;
 };
 TORCH_MODULE(Encoder);
 

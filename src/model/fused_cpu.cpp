@@ -69,15 +69,24 @@ struct MemberConstants {
   std::vector<const float*> value;             // per parameter index
   std::vector<std::vector<float>> weight;      // per parameter index (weights only): (I, O) + slack
   std::vector<std::vector<float>> transposed;  // per parameter index (weights only): (O, I) + slack
-  const float* additive = nullptr;             // (T, D), or null
+  int64_t P = 0;                               // positions the tables cover (T, or L under randomized positions)
+  const float* additive = nullptr;             // (P, D), or null
   bool rotates = false;
-  std::vector<float> cos_table, sin_table;     // (T, Dh/2)
-  const float* bias = nullptr;                 // (H, T, T), or null
+  std::vector<float> cos_table, sin_table;     // (P, Dh/2)
+  const float* bias = nullptr;                 // (H, P, P), or null
   bool causal = false;
   const DropoutStream* stream = nullptr;       // this step's dropout masks, or null
   int64_t member = 0;                          // the member's index in the stream
   // Offsets of the tables' gradients in the member's flat gradient; -1 when not wanted.
   int64_t grad_additive = -1, grad_angles = -1, grad_bias = -1;
+};
+
+// The tables one example reads, and where its tables' gradients go: the member's own
+// (positions 0..T-1), or this example's rows of them gathered into the workspace
+// (randomized positions; their gradients are then scattered back, tables_scatter).
+struct ExampleTables {
+  const float *additive = nullptr, *cos = nullptr, *sin = nullptr, *bias = nullptr;  // (T, D), (T, Dh/2) x 2, (H, T, T)
+  float *grad_additive = nullptr, *grad_angles = nullptr, *grad_bias = nullptr;      // the same shapes, or null
 };
 
 // Every activation of one example that the backward reads, per block, plus the final
@@ -89,6 +98,11 @@ class ExampleWorkspace {
     per_block_ = 8 * TD + 2 * s.T + HTT + 2 * TF + (HTT + 2 * TD + TF);
     data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + kSlack);
   }
+  // Randomized positions: this example's rows of the tables, and their gradients.
+  struct Gathered {
+    std::vector<float> additive, cos, sin, bias, grad_additive, grad_angles, grad_bias;
+  };
+  Gathered& gathered() { return gathered_; }
   // Block l's activations and this example's dropout masks there.
   struct Block {
     float *normalized1, *rstd1, *attn_in, *qkv, *weights, *mixed, *normalized2, *rstd2, *ff_in, *pre_relu, *hidden;
@@ -143,7 +157,75 @@ class ExampleWorkspace {
   Shape s_;
   int64_t per_block_;
   std::vector<float> data_;
+  Gathered gathered_;
 };
+
+// The tables example b reads. Without positions, the member's own (its tables are for T
+// positions). With positions (pos: T increasing indices into 0..P-1), its rows gathered
+// into the workspace, and zeroed gradient buffers where the member wants the tables'.
+COPYTASK_INLINE ExampleTables tables_for(const Shape& s, const MemberConstants& c, const int64_t* pos, float* grad,
+                                         ExampleWorkspace& work) {
+  ExampleTables e;
+  const int64_t T = s.T, D = s.D, R = s.Dh / 2, P = c.P;
+  if (!pos) {
+    e.additive = c.additive;
+    e.cos = c.cos_table.data();
+    e.sin = c.sin_table.data();
+    e.bias = c.bias;
+    e.grad_additive = c.grad_additive >= 0 ? grad + c.grad_additive : nullptr;
+    e.grad_angles = c.grad_angles >= 0 ? grad + c.grad_angles : nullptr;
+    e.grad_bias = c.grad_bias >= 0 ? grad + c.grad_bias : nullptr;
+    return e;
+  }
+  auto& g = work.gathered();
+  if (c.additive) {
+    g.additive.resize(T * D);
+    for (int64_t t = 0; t < T; ++t) std::copy(c.additive + pos[t] * D, c.additive + (pos[t] + 1) * D, g.additive.data() + t * D);
+    e.additive = g.additive.data();
+  }
+  if (c.rotates) {
+    g.cos.resize(T * R);
+    g.sin.resize(T * R);
+    for (int64_t t = 0; t < T; ++t) {
+      std::copy(c.cos_table.data() + pos[t] * R, c.cos_table.data() + (pos[t] + 1) * R, g.cos.data() + t * R);
+      std::copy(c.sin_table.data() + pos[t] * R, c.sin_table.data() + (pos[t] + 1) * R, g.sin.data() + t * R);
+    }
+    e.cos = g.cos.data();
+    e.sin = g.sin.data();
+  }
+  if (c.bias) {
+    g.bias.resize(s.H * T * T);
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) g.bias[(h * T + i) * T + j] = c.bias[(h * P + pos[i]) * P + pos[j]];
+    e.bias = g.bias.data();
+  }
+  auto zeroed = [](std::vector<float>& v, int64_t n) {
+    v.assign(n, 0.0f);
+    return v.data();
+  };
+  if (c.grad_additive >= 0) e.grad_additive = zeroed(g.grad_additive, T * D);
+  if (c.grad_angles >= 0) e.grad_angles = zeroed(g.grad_angles, T * R);
+  if (c.grad_bias >= 0) e.grad_bias = zeroed(g.grad_bias, s.H * T * T);
+  return e;
+}
+
+// Adds one example's table gradients (at its positions) into the member's (P positions).
+COPYTASK_INLINE void tables_scatter(const Shape& s, const MemberConstants& c, const int64_t* pos, const ExampleTables& e,
+                                    float* grad) {
+  const int64_t T = s.T, D = s.D, R = s.Dh / 2, P = c.P;
+  if (e.grad_additive)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d) grad[c.grad_additive + pos[t] * D + d] += e.grad_additive[t * D + d];
+  if (e.grad_angles)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < R; ++r) grad[c.grad_angles + pos[t] * R + r] += e.grad_angles[t * R + r];
+  if (e.grad_bias)
+    for (int64_t h = 0; h < s.H; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j)
+          grad[c.grad_bias + (h * P + pos[i]) * P + pos[j]] += e.grad_bias[(h * T + i) * T + j];
+}
 
 // ---- One member's model, per example --------------------------------------------------------
 
@@ -160,8 +242,8 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
 }
 
 // Block l's forward: x (T, D) in and out; keeps its activations in the workspace.
-COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, int64_t l, bool dropout,
-                                   ExampleWorkspace& work, float* x, float* scratch) {
+COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, const ExampleTables& e, int64_t l,
+                                   bool dropout, ExampleWorkspace& work, float* x, float* scratch) {
   const int64_t T = s.T, D = s.D, F = s.F, TD = T * D, TF = T * F;
   auto a = work.block(l);
   auto mask = [&](DropoutSite site) -> const float* { return dropout ? a.masks[site] : nullptr; };
@@ -170,10 +252,10 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, int
                     T, D);
   linear_forward(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, T, D, 3 * D);  // (T, 3D): q | k | v
   if (c.rotates) {
-    rotation_forward(a.qkv, 3 * D, c.cos_table.data(), c.sin_table.data(), T, s.H, s.Dh);      // q
-    rotation_forward(a.qkv + D, 3 * D, c.cos_table.data(), c.sin_table.data(), T, s.H, s.Dh);  // k
+    rotation_forward(a.qkv, 3 * D, e.cos, e.sin, T, s.H, s.Dh);      // q
+    rotation_forward(a.qkv + D, 3 * D, e.cos, e.sin, T, s.H, s.Dh);  // k
   }
-  attention_forward(a.qkv, c.bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
+  attention_forward(a.qkv, e.bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
   linear_forward(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), TD);
   // x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
@@ -187,8 +269,9 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, int
 
 // Block l's backward: t.grad_x is d(loss)/d(the block's output) on entry, d(its input) on
 // exit; parameter and table gradients accumulate into `grad`.
-COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, const std::vector<int64_t>& offset, int64_t l,
-                                    bool dropout, ExampleWorkspace& work, float* grad) {
+COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, const ExampleTables& e,
+                                    const std::vector<int64_t>& offset, int64_t l, bool dropout, ExampleWorkspace& work,
+                                    float* grad) {
   const int64_t T = s.T, D = s.D, F = s.F, TD = T * D, TF = T * F;
   auto a = work.block(l);
   auto t = work.tail();
@@ -208,12 +291,10 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, TD);
   linear_backward(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, T, D, D);
   attention_backward(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv,
-                     c.grad_bias >= 0 ? grad + c.grad_bias : nullptr, t.scratch, T, s.H, s.Dh);
+                     e.grad_bias, t.scratch, T, s.H, s.Dh);
   if (c.rotates) {
-    float* grad_angles = c.grad_angles >= 0 ? grad + c.grad_angles : nullptr;
-    rotation_backward(t.grad_qkv, a.qkv, 3 * D, c.cos_table.data(), c.sin_table.data(), grad_angles, T, s.H, s.Dh);
-    rotation_backward(t.grad_qkv + D, a.qkv + D, 3 * D, c.cos_table.data(), c.sin_table.data(), grad_angles, T, s.H,
-                      s.Dh);
+    rotation_backward(t.grad_qkv, a.qkv, 3 * D, e.cos, e.sin, e.grad_angles, T, s.H, s.Dh);
+    rotation_backward(t.grad_qkv + D, a.qkv + D, 3 * D, e.cos, e.sin, e.grad_angles, T, s.H, s.Dh);
   }
   linear_backward(a.attn_in, t.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, T, D, 3 * D);
   layernorm_backward(a.normalized1, a.rstd1, c.value[block_index(l, kLn1W)], t.grad_b, grad_of(kLn1W), grad_of(kLn1B),
@@ -221,11 +302,11 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
 }
 
 // The forward pass of one example up to its logits (the tail's logits, (T, V)).
-COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, const int64_t* tokens, int64_t token_stride,
-                                     bool dropout, ExampleWorkspace& work) {
+COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, const ExampleTables& e, const int64_t* tokens,
+                                     int64_t token_stride, bool dropout, ExampleWorkspace& work) {
   auto t = work.tail();
-  embedding_forward(c.value[kTok], c.additive, tokens, token_stride, t.x, s.T, s.D);
-  for (int64_t l = 0; l < s.L; ++l) block_forward(s, c, l, dropout, work, t.x, t.grad_a);
+  embedding_forward(c.value[kTok], e.additive, tokens, token_stride, t.x, s.T, s.D);
+  for (int64_t l = 0; l < s.L; ++l) block_forward(s, c, e, l, dropout, work, t.x, t.grad_a);
   layernorm_forward(t.x, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, s.T, s.D);
   linear_forward(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
 }
@@ -235,11 +316,12 @@ COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, c
 COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberConstants& c,
                                                 const std::vector<int64_t>& offset, const DropoutLayout& layout,
                                                 const int64_t* tokens, int64_t token_stride, const int64_t* targets,
-                                                int64_t target_stride, int64_t b, float loss_weight,
+                                                int64_t target_stride, const int64_t* pos, int64_t b, float loss_weight,
                                                 ExampleWorkspace& work, float* grad) {
   const bool dropout = c.stream != nullptr;
   if (dropout) masks_draw(s, c, layout, b, work);
-  example_forward(s, c, tokens, token_stride, dropout, work);
+  const ExampleTables e = tables_for(s, c, pos, grad, work);
+  example_forward(s, c, e, tokens, token_stride, dropout, work);
   auto t = work.tail();
   const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V);
 
@@ -249,18 +331,19 @@ COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberCons
   for (int64_t e = 0; e < s.T * s.D; ++e) t.grad_x[e] = 0.0f;
   layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
                      t.grad_x, s.T, s.D);
-  for (int64_t l = s.L - 1; l >= 0; --l) block_backward(s, c, offset, l, dropout, work, grad);
-  embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok],
-                     c.grad_additive >= 0 ? grad + c.grad_additive : nullptr, s.T, s.D);
+  for (int64_t l = s.L - 1; l >= 0; --l) block_backward(s, c, e, offset, l, dropout, work, grad);
+  embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], e.grad_additive, s.T, s.D);
+  if (pos) tables_scatter(s, c, pos, e, grad);
   return loss;
 }
 
 // The forward pass of one example without dropout: its logits (T, V) to `logits`, and
 // (when given) each block's attention weights (H, T, T) to weights[l].
 COPYTASK_CLONES void example_forward_only(const Shape& s, const MemberConstants& c, const int64_t* tokens,
-                                          int64_t token_stride, ExampleWorkspace& work, float* logits,
+                                          int64_t token_stride, const int64_t* pos, ExampleWorkspace& work, float* logits,
                                           const std::vector<float*>& weights) {
-  example_forward(s, c, tokens, token_stride, false, work);
+  const ExampleTables e = tables_for(s, c, pos, nullptr, work);
+  example_forward(s, c, e, tokens, token_stride, false, work);
   const float* out = work.tail().logits;
   std::copy(out, out + s.T * s.V, logits);
   for (size_t l = 0; l < weights.size(); ++l) {
@@ -288,13 +371,14 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
   }();
   const int64_t pairs = s.Dh / 2;
   // The tables' gradient slots follow the parameters in every member's flat gradient.
+  const int64_t P = tables.positions;  // T, or L under randomized positions
   int64_t next = parameters.total;
   const int64_t additive_slot = tables.additive.defined() ? next : -1;
-  next += tables.additive.defined() ? s.T * s.D : 0;
+  next += tables.additive.defined() ? P * s.D : 0;
   const int64_t angles_slot = tables.angles.defined() ? next : -1;
-  next += tables.angles.defined() ? s.T * pairs : 0;
+  next += tables.angles.defined() ? P * pairs : 0;
   const int64_t bias_slot = tables.bias.defined() ? next : -1;
-  next += tables.bias.defined() ? s.H * s.T * s.T : 0;
+  next += tables.bias.defined() ? s.H * P * P : 0;
   *flat_size = table_grads ? next : parameters.total;
 
   std::vector<MemberConstants> constants(M);
@@ -313,22 +397,23 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
       for (int64_t i = 0; i < I; ++i)
         for (int64_t o = 0; o < O; ++o) c.transposed[j][o * I + i] = value[i * O + o];
     }
+    c.P = P;
     const bool wants = table_grads && tables.learned[m];
     const PositionalHook hook = tables.hooks[m];
     if (tables.additive.defined() && (hook == PositionalHook::additive || wants)) {
-      c.additive = tables.additive.data_ptr<float>() + m * s.T * s.D;
+      c.additive = tables.additive.data_ptr<float>() + m * P * s.D;
       if (wants) c.grad_additive = additive_slot;
     }
     if (tables.angles.defined() && (hook == PositionalHook::rotation || wants)) {
       c.rotates = true;
-      auto member_angles = tables.angles[m];  // (T, Dh/2)
+      auto member_angles = tables.angles[m];  // (P, Dh/2)
       auto cos = member_angles.cos().contiguous(), sin = member_angles.sin().contiguous();
       c.cos_table.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
       c.sin_table.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
       if (wants) c.grad_angles = angles_slot;
     }
     if (tables.bias.defined() && (hook == PositionalHook::score_bias || wants)) {
-      c.bias = tables.bias.data_ptr<float>() + m * s.H * s.T * s.T;
+      c.bias = tables.bias.data_ptr<float>() + m * s.H * P * P;
       if (wants) c.grad_bias = bias_slot;
     }
     c.causal = model.members()[m].causal;
@@ -354,9 +439,28 @@ std::string fused_cpu_unsupported(const EncoderImpl& model) {
   return "";
 }
 
+namespace {
+// Checks positions against the inputs and the tables; returns them contiguous (or undefined).
+torch::Tensor positions_checked(const torch::Tensor& positions, const torch::Tensor& inputs, int64_t table_positions,
+                                const char* where) {
+  if (!positions.defined()) {
+    TORCH_CHECK(table_positions == inputs.size(2), where, ": tables for ", table_positions, " positions, inputs of ",
+                inputs.size(2));
+    return positions;
+  }
+  TORCH_CHECK(positions.sizes() == inputs.sizes() && positions.scalar_type() == torch::kLong, where,
+              ": positions must be int64 with the inputs' shape (M, B, T)");
+  auto out = positions.contiguous();
+  TORCH_CHECK(out.numel() == 0 || out.max().item<int64_t>() < table_positions, where, ": a position beyond the tables' ",
+              table_positions);
+  return out;
+}
+}  // namespace
+
 torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& given_tables,
                                       const torch::Tensor& inputs, const torch::Tensor& targets,
-                                      const DropoutMasks* masks, PositionalTables* table_grads) {
+                                      const DropoutMasks* masks, PositionalTables* table_grads,
+                                      const torch::Tensor& given_positions) {
   const std::string why = fused_cpu_unsupported(model);
   TORCH_CHECK(why.empty(), "fused_cpu_loss_backward: ", why);
   const EncoderShape& shape = model.shape();
@@ -366,7 +470,8 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
   TORCH_CHECK(inputs.scalar_type() == torch::kLong && targets.scalar_type() == torch::kLong, "fused_cpu: int64 tokens");
   const Shape s{inputs.size(1), inputs.size(2), shape.embed,  shape.heads,
                 shape.head_dim(), shape.hidden, shape.vocab, shape.blocks};
-  TORCH_CHECK(given_tables.positions == s.T, "fused_cpu: tables for ", given_tables.positions, " positions, inputs of ", s.T);
+  const torch::Tensor positions = positions_checked(given_positions, inputs, given_tables.positions, "fused_cpu");
+  const int64_t* position_data = positions.defined() ? positions.data_ptr<int64_t>() : nullptr;
   const DropoutLayout layout(shape, s.B);
   if (masks) {
     TORCH_CHECK(masks->whole_batch() && masks->layout().batch() == s.B, "fused_cpu: masks must be the whole batch's");
@@ -397,8 +502,9 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
       for (int64_t b = first; b < last; ++b) {
         const int64_t* tokens = input_data + m * inputs.stride(0) + b * inputs.stride(1);
         const int64_t* example_targets = target_data + m * targets.stride(0) + b * targets.stride(1);
+        const int64_t* pos = position_data ? position_data + (m * s.B + b) * s.T : nullptr;
         loss += example_forward_backward(s, constants[m], parameters.offset, layout, tokens, inputs.stride(2),
-                                         example_targets, targets.stride(2), b, loss_weight, work, grad);
+                                         example_targets, targets.stride(2), pos, b, loss_weight, work, grad);
       }
       partial_loss[task] = loss;
     }
@@ -449,7 +555,7 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
 }
 
 torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& given_tables, const torch::Tensor& inputs,
-                                std::vector<torch::Tensor>* attention_out) {
+                                std::vector<torch::Tensor>* attention_out, const torch::Tensor& given_positions) {
   const std::string why = fused_cpu_unsupported(model);
   TORCH_CHECK(why.empty(), "fused_cpu_forward: ", why);
   const EncoderShape& shape = model.shape();
@@ -458,8 +564,8 @@ torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& give
               "fused_cpu_forward: int64 inputs (M, N, T)");
   const Shape s{inputs.size(1), inputs.size(2), shape.embed,  shape.heads,
                 shape.head_dim(), shape.hidden, shape.vocab, shape.blocks};
-  TORCH_CHECK(given_tables.positions == s.T, "fused_cpu_forward: tables for ", given_tables.positions,
-              " positions, inputs of ", s.T);
+  const torch::Tensor positions = positions_checked(given_positions, inputs, given_tables.positions, "fused_cpu_forward");
+  const int64_t* position_data = positions.defined() ? positions.data_ptr<int64_t>() : nullptr;
   ParameterTable parameters(model);
   const PositionalTables tables = plain_tables(given_tables);
   int64_t P = 0;
@@ -480,7 +586,8 @@ torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& give
       for (size_t l = 0; l < weights.size(); ++l)
         weights[l] = (*attention_out)[l].data_ptr<float>() + task * s.H * s.T * s.T;
       const int64_t* tokens = input_data + m * inputs.stride(0) + b * inputs.stride(1);
-      example_forward_only(s, constants[m], tokens, inputs.stride(2), work, logits_data + task * s.T * s.V, weights);
+      const int64_t* pos = position_data ? position_data + task * s.T : nullptr;  // task = m * B + b
+      example_forward_only(s, constants[m], tokens, inputs.stride(2), pos, work, logits_data + task * s.T * s.V, weights);
     }
   });
   return logits;

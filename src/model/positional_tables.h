@@ -22,6 +22,9 @@ struct PositionalTables {
   torch::Tensor bias;                   // (M, H, P, P), or undefined when no member biases the scores
   std::vector<PositionalHook> hooks;    // per member
   std::vector<uint8_t> learned;         // per member: 1 when its table depends on parameters
+  // Per example (randomized positions, EncoderImpl::tables_at): each table has a batch axis,
+  // additive (M, B, T, D), angles (M, B, T, Dh/2), bias (M, B, H, T, T), and positions = T.
+  bool per_example = false;
   bool any_learned() const;
 };
 

@@ -9,11 +9,14 @@
 
 namespace copytask {
 
-torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out) {
+torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out,
+                           int64_t first) {
   torch::NoGradGuard no_grad;
+  const int64_t T = inputs.size(2);
+  const torch::Tensor positions = model->evaluation_positions(first, inputs.size(1), T);  // (M, N, T) or undefined
   if (fused_cpu_unsupported(*model).empty())
-    return fused_cpu_forward(*model, model->positional_tables(inputs.size(2)), inputs, attention_out);
-  return model->forward(inputs, nullptr, attention_out);
+    return fused_cpu_forward(*model, model->positional_tables(model->table_positions(T)), inputs, attention_out, positions);
+  return model->forward(inputs, nullptr, attention_out, positions);
 }
 
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
@@ -32,7 +35,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     const int64_t n = std::min(chunk, N - start);
     auto x = inputs.narrow(0, start, n).unsqueeze(0).expand({M, n, T});   // (M, n, T)
     auto y = targets.narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
-    auto logits = model_logits(model, x);                                 // (M, n, T, V)
+    auto logits = model_logits(model, x, nullptr, start);                 // (M, n, T, V)
     loss_sum += member_losses(logits, y).to(torch::kFloat64) * static_cast<double>(n);
     auto correct = logits.argmax(-1).eq(y);                               // (M, n, T)
     token_sum += correct.sum({1, 2}).to(torch::kFloat64);
@@ -99,7 +102,7 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
       const int64_t n = std::min(length_chunk, N - start);
       auto x = data.inputs[i].narrow(0, start, n).unsqueeze(0).expand({M, n, T});           // (M, n, T)
       auto y = data.targets[i].narrow(0, start, n).narrow(1, copy_begin(k), k).unsqueeze(0);  // (1, n, k) the copy
-      auto copied = model_logits(model, x).narrow(2, copy_begin(k), k).argmax(-1);           // (M, n, k)
+      auto copied = model_logits(model, x, nullptr, start).narrow(2, copy_begin(k), k).argmax(-1);  // (M, n, k)
       auto correct = copied.eq(y);                                                            // (M, n, k)
       token_sum += correct.sum({1, 2}).to(torch::kFloat64);
       exact_sum += correct.all(-1).sum(1).to(torch::kFloat64);

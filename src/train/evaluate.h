@@ -22,7 +22,10 @@ struct SplitScores {
 // The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
 // pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
 // attention_out, when given, receives each block's weights (M, N, H, T, T).
-torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out = nullptr);
+// Under randomized positions, the examples sit at model->evaluation_positions(first, N, T):
+// first is the index of inputs' first example in its split, so a chunk draws what the whole would.
+torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out = nullptr,
+                           int64_t first = 0);
 
 // inputs, targets: (N, T) int64 on the model's device. One entry per member.
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,

@@ -25,14 +25,16 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
   // One member's parameters: the stacked ones and a scheme's (a learned table, T5's
   // buckets, a bias MLP: at most these). Each is held as value, gradient and two Adam moments.
   const PositionalOptions& o = c.model.positional_options;
-  const double scheme = T * D + static_cast<double>(o.t5_buckets) * H +
+  const double scheme = static_cast<double>(learned_rows(o, c.task.context)) * D + static_cast<double>(o.t5_buckets) * H +
                         static_cast<double>(o.dynamic_depth + 1) * static_cast<double>(o.bias_mlp_hidden) *
                             std::max<double>(static_cast<double>(o.bias_mlp_hidden), H + 1);
   const double P = V * D + L * (2 * D + 3 * D * D + D * D + D + 2 * D + D * F + F + F * D + D) + 2 * D + D * V + V + scheme;
   double training = 4 * 4 * M * P;
   // The fused CPU step: up to 16 partial gradients of every member (with the tables'
   // gradients) and each member's copies of its weights; the minibatch's tokens.
-  const double tables = T * D + T * D / H / 2 + H * T * T;
+  // (Randomized positions make the tables for L positions, and each example gathers its rows.)
+  const double Pt = std::max(T, static_cast<double>(o.random_positions));
+  const double tables = Pt * D + Pt * D / H / 2 + H * Pt * Pt;
   training += 4 * M * 16 * (P + tables) + 4 * 2 * M * P;
   if (c.train.batch_size > 0) training += 2 * 8 * M * B * T;
   // Evaluation: 1024 examples of every member at a time, logits and the temporaries of the

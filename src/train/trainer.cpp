@@ -73,14 +73,16 @@ torch::Tensor TrainingStep::run() {
   std::optional<DropoutMasks> masks;
   // (The fused step draws each example's masks from the stream itself: no buffer.)
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B, /*with_buffer=*/!fused_));
+  // Randomized positions: this step's, each member from its own stream (undefined when off).
+  const torch::Tensor positions = model_->training_positions(B, T);  // (M, B, T)
   if (fused_) {
     // The whole batch, example by example, gradients set (not accumulated); then the
     // tables' gradients on to the schemes' parameters.
-    const PositionalTables tables = model_->positional_tables(T);
+    const PositionalTables tables = model_->positional_tables(model_->table_positions(T));
     PositionalTables table_grads;
     const bool learned = tables.any_learned();
-    const torch::Tensor member_loss =
-        fused_cpu_loss_backward(*model_, tables, inputs, targets, masks ? &*masks : nullptr, learned ? &table_grads : nullptr);
+    const torch::Tensor member_loss = fused_cpu_loss_backward(*model_, tables, inputs, targets, masks ? &*masks : nullptr,
+                                                              learned ? &table_grads : nullptr, positions);
     if (learned) model_->positional_backward(tables, table_grads);
     optimizer_.step();
     return member_loss;
@@ -96,7 +98,8 @@ torch::Tensor TrainingStep::run() {
     const int64_t n = std::min(chunk, B - start);
     std::optional<DropoutMasks> chunk_masks;
     if (masks) chunk_masks.emplace(masks->chunk(start, n));
-    auto logits = model_->forward(inputs.narrow(1, start, n), chunk_masks ? &*chunk_masks : nullptr);  // (M, n, T, V)
+    auto logits = model_->forward(inputs.narrow(1, start, n), chunk_masks ? &*chunk_masks : nullptr, nullptr,
+                                  positions.defined() ? positions.narrow(1, start, n) : positions);  // (M, n, T, V)
     // Each member's mean loss over the chunk, weighted by the chunk's share of the batch
     // (a batch in one piece, every minibatch step, needs no weight).
     auto chunk_loss = member_losses(logits, targets.narrow(1, start, n));  // (M)

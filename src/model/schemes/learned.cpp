@@ -42,7 +42,7 @@ SchemeEntry learned_scheme() {
   return {"learned", "a learned row per position added to the embeddings",
           [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
-            return std::make_shared<LearnedTable>(shape, options.learned_positions);
+            return std::make_shared<LearnedTable>(shape, learned_rows(options, shape.positions));
           }};
 }
 
