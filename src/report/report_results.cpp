@@ -2,6 +2,7 @@
 // first), the accuracy bars, the training curves and exact-match by content length.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -283,17 +284,23 @@ std::string section_curves(const StudyView& view) {
 
 // ---- By content length ----------------------------------------------------------------------
 
-std::string section_by_length(const StudyView& view) {
-  if (view.inputs().results.is_null())
-    return section("by-length", "Test exact-match by content length", not_recorded("results.json", "nothing to show."));
-  // scheme -> length -> the seeds' values
-  std::map<std::string, std::map<int, std::vector<double>>> by_length;
+namespace {
+// scheme -> length -> the seeds' values, and every length seen.
+struct ByLength {
+  std::map<std::string, std::map<int, std::vector<double>>> values;
   std::set<int> lengths;
+};
+
+// Every run's per-length table (table_of: the run's {"<k>": entry} object, or null), each
+// entry's value (value_of; NaN to leave the entry out), over every scheme with results.
+ByLength collect_by_length(const StudyView& view, const std::function<const json*(const json&)>& table_of,
+                           const std::function<double(const json&)>& value_of) {
+  ByLength out;
   for (const auto& name : schemes_with_results(view)) {
     const json* runs = member(*scheme_results(view, name), "runs");
     if (!runs || !runs->is_array()) continue;
     for (const auto& run : *runs) {
-      const json* table = member(run, "test_exact_by_length");
+      const json* table = table_of(run);
       if (!table || !table->is_object()) continue;
       for (const auto& item : table->items()) {
         int length = 0;
@@ -302,129 +309,116 @@ std::string section_by_length(const StudyView& view) {
         } catch (const std::exception&) {
           continue;
         }
-        lengths.insert(length);
-        by_length[name][length].push_back(number(&item.value()));
+        const double value = value_of(item.value());
+        if (!std::isfinite(value)) continue;
+        out.lengths.insert(length);
+        out.values[name][length].push_back(value);
       }
     }
   }
-  if (by_length.empty())
-    return section("by-length", "Test exact-match by content length",
-                   note("results.json has no test_exact_by_length for any run."));
+  return out;
+}
+
+// One line per scheme (mean over seeds; with `band`, from the lowest to the highest seed)
+// and the table's rows, a column per length; hover text "<scheme>, k content token(s): mean <what> ...".
+struct LengthLines {
   std::vector<charts::Series> series;
   std::vector<std::vector<Cell>> rows;
+};
+LengthLines length_lines(const StudyView& view, const ByLength& data, const std::string& what, bool band) {
+  LengthLines out;
   for (const auto& name : view.schemes()) {
-    const auto it = by_length.find(name);
-    if (it == by_length.end()) continue;
+    const auto it = data.values.find(name);
+    if (it == data.values.end()) continue;
     charts::Series s;
     s.name = name;
     s.colour = view.colour(name);
     s.markers = true;
     std::vector<Cell> row = {scheme_cell(view, name)};
-    for (const int length : lengths) {
+    for (const int length : data.lengths) {
       const auto found = it->second.find(length);
       const Spread spread = found == it->second.end() ? Spread{} : spread_of(found->second);
       row.push_back(number_cell(spread.mean, 3));
       if (spread.n == 0) continue;
       s.x.push_back(length);
       s.y.push_back(spread.mean);
-      s.tips.push_back(name + ", " + std::to_string(length) + " content token(s): mean test exact-match " +
-                       html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s)");
+      std::string tip = name + ", " + std::to_string(length) + " content token(s): mean " + what + " " +
+                        html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s)";
+      if (band) {
+        s.band_lo.push_back(spread.lo);
+        s.band_hi.push_back(spread.hi);
+        tip += ", min " + html::fixed(spread.lo, 4) + ", max " + html::fixed(spread.hi, 4);
+      }
+      s.tips.push_back(tip);
     }
-    rows.push_back(std::move(row));
-    series.push_back(std::move(s));
+    out.rows.push_back(std::move(row));
+    out.series.push_back(std::move(s));
   }
-  std::vector<std::string> header = {"scheme"};
-  for (const int length : lengths) header.push_back("k = " + std::to_string(length));
+  return out;
+}
+
+charts::Axes length_axes(const ByLength& data, const std::string& y_label) {
   charts::Axes axes;
   axes.x_label = "content length k (tokens before <copy>)";
-  axes.y_label = "test exact-match";
-  axes.x_domain = std::make_pair(*lengths.begin() - 0.5, *lengths.rbegin() + 0.5);
+  axes.y_label = y_label;
+  axes.x_domain = std::make_pair(*data.lengths.begin() - 0.5, *data.lengths.rbegin() + 0.5);
   axes.y_domain = std::make_pair(0.0, 1.0);
-  const std::string chart = charts::line_chart(
-      series, {"by-length", "chart-by-length", "Test exact-match by content length"}, axes, 1040, 320);
+  return axes;
+}
+}  // namespace
+
+std::string section_by_length(const StudyView& view) {
+  if (view.inputs().results.is_null())
+    return section("by-length", "Test exact-match by content length", not_recorded("results.json", "nothing to show."));
+  const ByLength data = collect_by_length(
+      view, [](const json& run) { return member(run, "test_exact_by_length"); },
+      [](const json& value) { return number(&value); });
+  if (data.values.empty())
+    return section("by-length", "Test exact-match by content length",
+                   note("results.json has no test_exact_by_length for any run."));
+  const LengthLines lines = length_lines(view, data, "test exact-match", /*band=*/false);
+  std::vector<std::string> header = {"scheme"};
+  for (const int length : data.lengths) header.push_back("k = " + std::to_string(length));
+  const std::string chart =
+      charts::line_chart(lines.series, {"by-length", "chart-by-length", "Test exact-match by content length"},
+                         length_axes(data, "test exact-match"), 1040, 320);
   return section("by-length", "Test exact-match by content length",
                  figure(chart, "Test exact-match of the test examples with k content tokens, mean over seeds.") +
-                     table(header, rows, "by-length"));
+                     table(header, lines.rows, "by-length"));
 }
 
 // ---- Length generalization ------------------------------------------------------------------
 
 std::string section_length_generalization(const StudyView& view) {
   if (view.inputs().results.is_null()) return "";
-  // scheme -> length -> the seeds' exact match over the copy
-  std::map<std::string, std::map<int, std::vector<double>>> by_length;
-  std::set<int> lengths;
   double train_max_len = NAN;
-  for (const auto& name : schemes_with_results(view)) {
-    const json* runs = member(*scheme_results(view, name), "runs");
-    if (!runs || !runs->is_array()) continue;
-    for (const auto& run : *runs) {
-      const json* lengths_json = member(run, "length_generalization");
-      if (!lengths_json) continue;
-      train_max_len = number_at(*lengths_json, "train_max_len");
-      const json* table = member(*lengths_json, "by_length");
-      if (!table || !table->is_object()) continue;
-      for (const auto& item : table->items()) {
-        int length = 0;
-        try {
-          length = std::stoi(item.key());
-        } catch (const std::exception&) {
-          continue;
-        }
-        const double exact = number_at(item.value(), "exact");
-        if (!std::isfinite(exact)) continue;  // skipped: beyond a learned table's rows
-        lengths.insert(length);
-        by_length[name][length].push_back(exact);
-      }
-    }
-  }
+  const ByLength data = collect_by_length(
+      view,
+      [&](const json& run) -> const json* {
+        const json* lengths = member(run, "length_generalization");
+        if (!lengths) return nullptr;
+        train_max_len = number_at(*lengths, "train_max_len");
+        return member(*lengths, "by_length");
+      },
+      [](const json& entry) { return number_at(entry, "exact"); });  // NaN where skipped (a learned table's rows)
   // Only studies that asked for it (eval.max_len) have this section.
-  if (by_length.empty()) return "";
-  std::vector<charts::Series> series;
-  std::vector<std::vector<Cell>> rows;
-  for (const auto& name : view.schemes()) {
-    const auto it = by_length.find(name);
-    if (it == by_length.end()) continue;
-    charts::Series s;
-    s.name = name;
-    s.colour = view.colour(name);
-    s.markers = true;
-    std::vector<Cell> row = {scheme_cell(view, name)};
-    for (const int length : lengths) {
-      const auto found = it->second.find(length);
-      const Spread spread = found == it->second.end() ? Spread{} : spread_of(found->second);
-      row.push_back(number_cell(spread.mean, 3));
-      if (spread.n == 0) continue;
-      s.x.push_back(length);
-      s.y.push_back(spread.mean);
-      s.band_lo.push_back(spread.lo);
-      s.band_hi.push_back(spread.hi);
-      s.tips.push_back(name + ", " + std::to_string(length) + " content token(s): mean exact match over the copy " +
-                       html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s), min " +
-                       html::fixed(spread.lo, 4) + ", max " + html::fixed(spread.hi, 4));
-    }
-    rows.push_back(std::move(row));
-    series.push_back(std::move(s));
-  }
+  if (data.values.empty()) return "";
+  const LengthLines lines = length_lines(view, data, "exact match over the copy", /*band=*/true);
   std::vector<std::string> header = {"scheme"};
-  for (const int length : lengths)
+  for (const int length : data.lengths)
     header.push_back("k = " + std::to_string(length) + (std::isfinite(train_max_len) && length <= train_max_len ? "*" : ""));
-  charts::Axes axes;
-  axes.x_label = "content length k (tokens before <copy>)";
-  axes.y_label = "exact match over the copy";
-  axes.x_domain = std::make_pair(*lengths.begin() - 0.5, *lengths.rbegin() + 0.5);
-  axes.y_domain = std::make_pair(0.0, 1.0);
+  charts::Axes axes = length_axes(data, "exact match over the copy");
   if (std::isfinite(train_max_len))
     axes.x_marker = std::make_pair(train_max_len + 0.5, "trained up to k = " + html::compact(train_max_len));
   const std::string chart = charts::line_chart(
-      series, {"length-generalization", "chart-length-generalization", "Exact match against content length"}, axes,
-      1040, 340);
+      lines.series, {"length-generalization", "chart-length-generalization", "Exact match against content length"},
+      axes, 1040, 340);
   return section("length-generalization", "Length generalization",
                  figure(chart,
                         "Exact match over the copy's k tokens at each content length, beyond the trained lengths "
                         "(right of the dashed rule) too; each length in a context of max(T, 2k + 1). Line: mean over "
                         "seeds; band: the lowest to the highest seed.") +
-                     table(header, rows, "length-generalization") +
+                     table(header, lines.rows, "length-generalization") +
                      note("* = a trained length. A learned table is drawn only as far as its rows reach."));
 }
 
