@@ -3,6 +3,7 @@
 // would run them.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -237,6 +238,23 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
   }
   EXPECT_FALSE(extended["schemes"]["learned"]["length_generalization"]["by_length"].contains("13"));
   EXPECT_EQ(run("eval --run " + out.string() + " eval.max_len=3").exit_code, 2) << "below task.max_len";
+
+  // The study's files copied without its members (as experiments/ keeps them): report
+  // writes the page again and leaves every number as it was.
+  const fs::path copy = fresh_dir("lengths-copy");
+  fs::create_directories(copy);
+  for (const char* file : {"config.json", "study.json", "run.json", "results.json", "attention.json", "positional.json",
+                           "metrics.jsonl"})
+    fs::copy_file(out / file, copy / file);
+  Outcome report = run("report " + copy.string());
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_EQ(read_json(copy / "results.json"), results);
+  EXPECT_EQ(read_json(copy / "positional.json"), read_json(out / "positional.json"));
+  EXPECT_GT(fs::file_size(copy / "metrics.jsonl"), 0u);
+  std::ifstream page_file(copy / "report.html");
+  const std::string page((std::istreambuf_iterator<char>(page_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("class=\"chart length-generalization\""), std::string::npos);
+  fs::remove_all(copy);
   fs::remove_all(out);
 }
 

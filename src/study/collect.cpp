@@ -22,6 +22,13 @@ nlohmann::json study_collect(const std::string& study_dir) {
   } catch (const nlohmann::json::parse_error& error) {
     throw ConfigError((dir / "study.json").string() + " is not valid JSON (" + error.what() + ")");
   }
+  // A folder of collected files without its members (an experiment's copy, its checkpoints
+  // left behind) keeps its numbers: collecting no members would write empty files over
+  // them. Only the page is written again, from those files.
+  if (!fs::exists(dir / "members") && fs::exists(dir / "results.json")) {
+    report_html_write(study_dir, (dir / "report.html").string());
+    return nlohmann::json::parse(file_read((dir / "results.json").string()));
+  }
   const std::vector<StudyScheme> schemes = study_schemes_from_manifest(manifest);
   const Config base = config_from_json(manifest.at("config"));
 
