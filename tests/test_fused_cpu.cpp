@@ -307,7 +307,9 @@ TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
     random_positions_draw(static_cast<uint64_t>(d) * 7919 + 1, T, L, row.data());
     for (int64_t t = 0; t < T; ++t) {
       ASSERT_TRUE(row[t] >= 0 && row[t] < L) << row[t];
-      if (t > 0) ASSERT_LT(row[t - 1], row[t]) << "sorted and distinct";
+      if (t > 0) {
+        ASSERT_LT(row[t - 1], row[t]) << "sorted and distinct";
+      }
       ++counts[row[t]];
     }
   }

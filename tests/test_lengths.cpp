@@ -54,7 +54,9 @@ TEST(LengthSets, EveryLengthInAContextForTheWholeCopyOnInputsNeverTrainedOn) {
       EXPECT_EQ(std::vector<int64_t>(target.begin() + k + 1, target.begin() + 2 * k + 1), content);
       for (int64_t token : content) EXPECT_TRUE(token >= 1 && token <= 9);
       inputs.insert(input);
-      if (set.trained) EXPECT_EQ(trained.count(input), 0u) << "a trained input at length " << k;
+      if (set.trained) {
+        EXPECT_EQ(trained.count(input), 0u) << "a trained input at length " << k;
+      }
     }
     EXPECT_EQ(static_cast<int64_t>(inputs.size()), set.examples.count) << "duplicates at length " << k;
     int64_t trained_of_length = 0;  // training inputs of length k: <copy> at position k
@@ -154,8 +156,11 @@ TEST(LengthEvaluation, EverySchemeRunsAtALongerContextAndTheCausalMaskHolds) {
   auto after = model_logits(model, changed);
   for (int64_t m = 0; m < M; ++m) {
     const double early = test::max_abs_diff(fused[m].narrow(1, 0, 20), after[m].narrow(1, 0, 20));
-    if (members[m].causal) EXPECT_EQ(early, 0.0) << members[m].scheme;
-    else EXPECT_GT(early, 0.0) << members[m].scheme << ": a bidirectional member sees later tokens";
+    if (members[m].causal) {
+      EXPECT_EQ(early, 0.0) << members[m].scheme;
+    } else {
+      EXPECT_GT(early, 0.0) << members[m].scheme << ": a bidirectional member sees later tokens";
+    }
   }
 }
 

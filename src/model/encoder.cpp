@@ -109,10 +109,8 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
   for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
   const int64_t T = shape.context;
   if (std::find(causal_flags.begin(), causal_flags.end(), 1) != causal_flags.end()) {
-    auto ahead = torch::ones({T, T}, torch::kBool).triu(1);  // (T, T) j > i
-    auto flags = torch::tensor(causal_flags).to(torch::kBool);
-    causal_flags_ = flags.view({M, 1, 1, 1, 1}).to(device);                                    // (M, 1, 1, 1, 1)
-    causal_mask_ = (flags.view({M, 1, 1, 1, 1}) & ahead.view({1, 1, 1, T, T})).to(device);  // (M, 1, 1, T, T)
+    causal_flags_ = torch::tensor(causal_flags).to(torch::kBool).view({M, 1, 1, 1, 1}).to(device);  // (M, 1, 1, 1, 1)
+    causal_mask_ = causal_mask(T);  // the training context's, kept
   }
   token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
 }
@@ -146,6 +144,11 @@ std::vector<std::pair<std::string, torch::Tensor>> EncoderImpl::stacked_paramete
 }
 
 PositionalTables EncoderImpl::positional_tables(int64_t positions) { return table_maker_->make(positions); }
+
+torch::Tensor EncoderImpl::causal_mask(int64_t T) const {
+  auto ahead = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device_)).triu(1);  // (T, T) j > i
+  return causal_flags_ & ahead.view({1, 1, 1, T, T});                                                   // (M, 1, 1, T, T)
+}
 
 int64_t EncoderImpl::position_limit() const {
   int64_t limit = std::numeric_limits<int64_t>::max();
@@ -219,11 +222,7 @@ AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, 
   if (tables.bias.defined()) context.offset = tables.per_example ? tables.bias : tables.bias.unsqueeze(1);  // (M, 1|B, H, T, T)
   if (causal_mask_.defined()) {
     // The training context's mask is kept; another length (evaluation beyond it) gets its own.
-    torch::Tensor mask = causal_mask_;
-    if (T != causal_mask_.size(-1)) {
-      auto ahead = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(device_)).triu(1);  // (T, T)
-      mask = causal_flags_ & ahead.view({1, 1, 1, T, T});  // (M, 1, 1, T, T)
-    }
+    const torch::Tensor mask = T == causal_mask_.size(-1) ? causal_mask_ : causal_mask(T);
     if (!context.offset.defined())
       context.offset = torch::zeros({M, 1, shape_.heads, T, T}, torch::TensorOptions().device(device_));
     context.offset = context.offset.masked_fill(mask, -std::numeric_limits<float>::infinity());

@@ -162,6 +162,8 @@ class EncoderImpl : public torch::nn::Module {
  private:
   void init_member(int64_t member, at::Generator& generator, at::Generator& scheme_generator);
   AttentionContext attention_context(const PositionalTables& tables, int64_t positions);
+  // Where the causal members may not look at T positions: (M, 1, 1, T, T) bool, j > i.
+  torch::Tensor causal_mask(int64_t T) const;
 
   EncoderShape shape_;
   std::vector<MemberSpec> members_;

@@ -11,13 +11,6 @@
 namespace copytask {
 namespace {
 
-void append_example(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
-  auto input = copy_input(content, vocab_size, context);
-  auto target = copy_target(content, vocab_size, context);
-  split.inputs.insert(split.inputs.end(), input.begin(), input.end());
-  split.targets.insert(split.targets.end(), target.begin(), target.end());
-  split.count += 1;
-}
 
 }  // namespace
 
@@ -72,6 +65,14 @@ std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vo
   return target;
 }
 
+void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
+  auto input = copy_input(content, vocab_size, context);
+  auto target = copy_target(content, vocab_size, context);
+  split.inputs.insert(split.inputs.end(), input.begin(), input.end());
+  split.targets.insert(split.targets.end(), target.begin(), target.end());
+  split.count += 1;
+}
+
 CopyTask copy_task_generate(const TaskConfig& task) {
   const int64_t content_vocab = task.vocab_size - 2;
   const int64_t test_count = copy_task_split_sizes(task).second;
@@ -107,7 +108,7 @@ CopyTask copy_task_generate(const TaskConfig& task) {
   out.vocab_size = task.vocab_size;
   out.context = task.context;
   for (int64_t i = 0; i < task.examples; ++i)
-    append_example(i < test_count ? out.test : out.train, contents[i], task.vocab_size, task.context);
+    copy_split_append(i < test_count ? out.test : out.train, contents[i], task.vocab_size, task.context);
   return out;
 }
 

@@ -54,6 +54,9 @@ CopyTask copy_task_generate(const TaskConfig& task);
 std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 
+// Appends the example of these content tokens (its input and target, T tokens each) to a split.
+void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
+
 // Parses a probe such as "7 1 8 2" (content tokens) into its content; throws
 // std::invalid_argument saying what is wrong (a token out of range, too long for T, ...).
 std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task);

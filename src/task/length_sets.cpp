@@ -14,15 +14,15 @@ namespace {
 // the wanted and excluded inputs are a large share of them, or there are few at all.
 constexpr int64_t kEnumerateAtMost = 1'000'000;
 
-// The content tokens of each training input of length k (the tokens before <copy>).
-std::unordered_set<std::string> trained_contents(const CopySplit& train, int64_t context, int64_t vocab_size, int64_t k) {
-  std::unordered_set<std::string> out;
+// The training inputs' content tokens by length (index k: the tokens before <copy>), in one pass.
+std::vector<std::unordered_set<std::string>> trained_contents(const CopySplit& train, const TaskConfig& task) {
+  std::vector<std::unordered_set<std::string>> by_length(task.max_len + 1);
   for (int64_t i = 0; i < train.count; ++i) {
-    const int64_t* row = train.inputs.data() + i * context;
-    if (k < context && row[k] == copy_token(vocab_size))  // content tokens are never <copy>
-      out.insert(content_key(std::vector<int64_t>(row, row + k)));
+    const int64_t* row = train.inputs.data() + i * task.context;
+    const int64_t k = std::find(row, row + task.context, copy_token(task.vocab_size)) - row;  // content is never <copy>
+    if (k <= task.max_len) by_length[k].insert(content_key(std::vector<int64_t>(row, row + k)));
   }
-  return out;
+  return by_length;
 }
 
 // The index-th input of length k in lexicographic order (base content_vocab digits).
@@ -43,6 +43,8 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
   std::vector<LengthSet> sets;
   if (eval.max_len <= 0) return sets;
   const int64_t content_vocab = task.vocab_size - 2;
+  const std::vector<std::unordered_set<std::string>> trained = trained_contents(train, task);
+  const std::unordered_set<std::string> none;
   for (int64_t k = task.min_len; k <= eval.max_len; ++k) {
     LengthSet set;
     set.length = k;
@@ -51,8 +53,7 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
     // Its own stream per length: a longer eval.max_len leaves the shorter lengths' examples as they were.
     std::mt19937_64 engine((static_cast<uint64_t>(eval.seed) * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull) ^
                            (static_cast<uint64_t>(k) * 0xD1B54A32D192ED03ull));
-    const std::unordered_set<std::string> excluded =
-        set.trained ? trained_contents(train, task.context, task.vocab_size, k) : std::unordered_set<std::string>{};
+    const std::unordered_set<std::string>& excluded = set.trained ? trained[k] : none;
     const int64_t capacity = copy_inputs_of_length(content_vocab, k);
     const int64_t available = capacity - static_cast<int64_t>(excluded.size());
     const int64_t wanted = std::min(eval.per_length, available);
@@ -77,13 +78,7 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
         contents.push_back(std::move(content));
       }
     }
-    for (const auto& content : contents) {
-      auto input = copy_input(content, task.vocab_size, set.context);
-      auto target = copy_target(content, task.vocab_size, set.context);
-      set.examples.inputs.insert(set.examples.inputs.end(), input.begin(), input.end());
-      set.examples.targets.insert(set.examples.targets.end(), target.begin(), target.end());
-      set.examples.count += 1;
-    }
+    for (const auto& content : contents) copy_split_append(set.examples, content, task.vocab_size, set.context);
     sets.push_back(std::move(set));
   }
   return sets;
