@@ -260,6 +260,8 @@ TEST(FusedCpu, RandomizedPositionsGiveAutogradsLossAndGradients) {
     members.push_back(member);
   }
   members.push_back({"sinusoidal-plain", 20, "sinusoidal", false, {}});  // 0..T-1 beside them
+  // A plain learned table has T rows, fewer than the batch's 40: the batch pads it.
+  members.push_back({"learned-plain", 21, "learned", false, {}});
   Encoder model(test::small_shape(0.1), members, torch::kCPU);
   const int64_t M = model->member_count(), B = 37;
   auto inputs = test::random_tokens(M, B, test::small_shape(), 21);
@@ -287,6 +289,17 @@ TEST(FusedCpu, RandomizedPositionsGiveAutogradsLossAndGradients) {
   std::printf("  randomized positions: loss diff %.1e, worst relative gradient diff %.1e (%s)\n",
               test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
   EXPECT_LT(worst, 1e-4) << where;
+
+  // The plain learned member trains in this batch as it does alone (its T rows, padded).
+  {
+    Encoder alone(test::small_shape(0.1), std::vector<MemberSpec>{members.back()}, torch::kCPU);
+    const DropoutMasks alone_masks = alone->dropout_masks(B);
+    const PositionalTables alone_tables = alone->positional_tables(10);
+    PositionalTables alone_grads;
+    auto alone_loss = fused_cpu_loss_backward(*alone, alone_tables, inputs.narrow(0, M - 1, 1),
+                                              targets.narrow(0, M - 1, 1), &alone_masks, &alone_grads);
+    EXPECT_LT(std::abs(alone_loss[0].item<double>() - fused.loss[M - 1].item<double>()), 1e-5);
+  }
 
   // The forward passes agree too, at the evaluation positions.
   const torch::Tensor at = model->evaluation_positions(0, B, 10);

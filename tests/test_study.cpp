@@ -142,6 +142,11 @@ TEST(Study, EvalReproducesTheFinalNumbersExactlyAndPredictShowsAttention) {
     EXPECT_NE(predicted.output.find(fragment), std::string::npos) << fragment << "\n" << predicted.output;
   Outcome causal = run("predict --run " + out.string() + " --member alibi+causal \"3 4 5\"");
   EXPECT_NE(causal.output.find("causal: nothing right of the diagonal"), std::string::npos) << causal.output;
+  // Longer than trained (8 tokens in a context of 10): the whole copy in its own context.
+  Outcome longer = run("predict --run " + out.string() + " --member rope \"1 2 3 4 5 6 7 8 9 1 2\"");
+  ASSERT_EQ(longer.exit_code, 0) << longer.output;
+  for (const char* fragment : {"context 23: longer than training's 10", "target  1 2 3 4 5 6 7 8 9 1 2 <copy> 1 2 3 4 5 6 7 8 9 1 2\n"})
+    EXPECT_NE(longer.output.find(fragment), std::string::npos) << fragment << "\n" << longer.output;
   Outcome unknown = run("predict --run " + out.string() + " --member nope \"3 4 5\"");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.output.find("sin/seed-0"), std::string::npos) << "lists the members: " << unknown.output;

@@ -78,7 +78,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     }
     return kExitOk;
   } catch (const std::exception& error) {
-    spdlog::error("bench failed: {}", error.what());
+    spdlog::error("bench failed: {}", error_text(error));
     return kExitFailure;
   }
 }

@@ -112,7 +112,7 @@ int eval_command_run(const EvalCommandOptions& options) {
     std::fprintf(stderr, "copytask eval: %s\n", error.what());
     return kExitBadInput;
   } catch (const std::exception& error) {
-    spdlog::error("eval failed: {}", error.what());
+    spdlog::error("eval failed: {}", error_text(error));
     return kExitFailure;
   }
 

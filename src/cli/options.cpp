@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 
 #include "compat/torch_compat.h"
@@ -128,9 +129,14 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
     spdlog::warn("interrupted; finished members are kept in {} (rerun the same command to resume)", study.out_dir);
     return kExitInterrupted;
   } catch (const std::exception& error) {
-    spdlog::error("{} failed: {}", command, error.what());
+    spdlog::error("{} failed: {}", command, error_text(error));
     return kExitFailure;
   }
+}
+
+std::string error_text(const std::exception& error) {
+  if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
+  return error.what();
 }
 
 }  // namespace copytask

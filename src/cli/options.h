@@ -2,6 +2,7 @@
 // Options shared by the study commands (train, compare): one plain struct, bound to CLI11
 // options, resolved and validated before any work starts.
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,5 +70,9 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
 // Resolves the config, checks the device and output folder, prints the resolved config,
 // runs the study and prints the comparison table. `command` is "train" or "compare".
 int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line);
+
+// An error's message for the terminal: LibTorch's errors without their C++ stack trace
+// (a user needs the sentence, not the frames).
+std::string error_text(const std::exception& error);
 
 }  // namespace copytask

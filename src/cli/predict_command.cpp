@@ -11,6 +11,7 @@
 #include "cli/options.h"
 #include "study/saved_study.h"
 #include "task/copy_task.h"
+#include "task/length_sets.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 
@@ -59,7 +60,9 @@ int predict_command_run(const PredictCommandOptions& options) {
       member = saved_member_find(study, options.member);
     }
     try {
-      content = probe_tokens(options.input, member.scheme->config.task);
+      // Longer than the trained lengths is allowed: the copy then gets a context of its own,
+      // as eval.max_len evaluates it (checked against the member's positions below).
+      content = probe_tokens(options.input, member.scheme->config.task, 2 * kEvalMaxLenLimit + 1);
     } catch (const std::invalid_argument& error) {
       throw ConfigError("input \"" + options.input + "\": " + error.what());
     }
@@ -68,7 +71,20 @@ int predict_command_run(const PredictCommandOptions& options) {
     return kExitBadInput;
   }
   const Config& config = member.scheme->config;
-  const int64_t V = config.task.vocab_size, T = config.task.context;
+  const int64_t k = static_cast<int64_t>(content.size());
+  // A trained length keeps the training context (as in training); a longer one the context
+  // of the length-generalization sets, long enough for the whole copy.
+  const int64_t V = config.task.vocab_size,
+                T = k <= config.task.max_len && k < config.task.context ? config.task.context
+                                                                         : length_context(config.task, k);
+  const int64_t random_range = config.model.positional_options.random_positions;
+  if (random_range > 0 && T > random_range) {
+    std::fprintf(stderr, "copytask predict: %lld tokens need a context of %lld, beyond this member's %lld randomized "
+                 "positions (model.random_positions); give at most %lld tokens\n", static_cast<long long>(k),
+                 static_cast<long long>(T), static_cast<long long>(random_range),
+                 static_cast<long long>((random_range - 1) / 2));
+    return kExitBadInput;
+  }
   const std::vector<int64_t> input = copy_input(content, V, T), target = copy_target(content, V, T);
 
   std::vector<torch::Tensor> attention;  // per layer (1, 1, H, T, T)
@@ -76,6 +92,12 @@ int predict_command_run(const PredictCommandOptions& options) {
   try {
     torch::set_num_threads(1);  // one example: threads would only cost
     Encoder model = saved_batch_load(study, {member}, torch::kCPU);
+    if (T > model->position_limit()) {
+      std::fprintf(stderr, "copytask predict: %lld tokens need a context of %lld, beyond this member's learned table "
+                   "of %lld rows (model.learned_positions); give fewer tokens, or train with more rows\n",
+                   static_cast<long long>(k), static_cast<long long>(T), static_cast<long long>(model->position_limit()));
+      return kExitBadInput;
+    }
     auto tokens = predict_tokens(model, torch::tensor(input, torch::kLong).view({1, T}), &attention);  // (1, 1, T)
     auto flat = tokens.view({T}).contiguous();                                                        // (T)
     output.assign(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + T);
@@ -83,7 +105,7 @@ int predict_command_run(const PredictCommandOptions& options) {
     std::fprintf(stderr, "copytask predict: %s\n", error.what());
     return kExitBadInput;
   } catch (const std::exception& error) {
-    spdlog::error("predict failed: {}", error.what());
+    spdlog::error("predict failed: {}", error_text(error));
     return kExitFailure;
   }
 
@@ -97,6 +119,9 @@ int predict_command_run(const PredictCommandOptions& options) {
   }
   std::printf("member  %s (positional %s, causal %s)\n", member.name().c_str(), config.model.positional.c_str(),
               config.model.causal ? "on" : "off");
+  if (T != config.task.context)
+    std::printf("context %lld: longer than training's %lld, for the whole copy of %lld tokens (as eval.max_len)\n",
+                static_cast<long long>(T), static_cast<long long>(config.task.context), static_cast<long long>(k));
   std::printf("input   %s\n", tokens_to_text(input, V).c_str());
   std::printf("target  %s\n", tokens_to_text(target, V).c_str());
   std::printf("output  %s\n", tokens_to_text(output, V).c_str());

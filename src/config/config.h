@@ -89,6 +89,10 @@ struct TrainConfig {
 // each member is also evaluated at every content length min_len..max_len, on examples
 // drawn per length from its own seed, each length in a context long enough for the whole
 // copy. Off when max_len is 0.
+// The longest content length eval.max_len may ask for: a context of 513, whose score-bias
+// tables and attention stay small.
+constexpr int64_t kEvalMaxLenLimit = 256;
+
 struct EvalConfig {
   int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
   int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)

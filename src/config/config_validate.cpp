@@ -139,9 +139,10 @@ int64_t longest_eval_context(const EvalConfig& e, const TaskConfig& task) {
 }
 
 void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfig& m, bool learned_rows_must_fit) {
-  // At most 256: a context of 513, whose score-bias tables and attention stay small.
-  require(e.max_len == 0 || (e.max_len >= task.max_len && e.max_len <= 256), "eval.max_len", std::to_string(e.max_len),
-          "must be 0 (off) or task.max_len (" + std::to_string(task.max_len) + ") .. 256: the longest content length "
+  require(e.max_len == 0 || (e.max_len >= task.max_len && e.max_len <= kEvalMaxLenLimit), "eval.max_len",
+          std::to_string(e.max_len),
+          "must be 0 (off) or task.max_len (" + std::to_string(task.max_len) + ") .. " +
+              std::to_string(kEvalMaxLenLimit) + ": the longest content length "
           "evaluated, at least the longest trained");
   require(e.per_length >= 1 && e.per_length <= 100000, "eval.per_length", std::to_string(e.per_length),
           "must be 1..100000 examples per length");

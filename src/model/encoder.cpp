@@ -241,8 +241,9 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
                                    const DropoutMasks* masks, std::vector<torch::Tensor>* attention_out) {
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
-  // Training runs at the model's context; evaluation may ask for any T its schemes cover.
-  TORCH_CHECK(T == shape_.context || (!masks && table_positions(T) <= position_limit()), "tokens carry ", T,
+  // Training runs at the model's context; evaluation may ask for any T every member's scheme
+  // covers (the tables may span more positions, L under randomized positions).
+  TORCH_CHECK(T == shape_.context || (!masks && T <= position_limit()), "tokens carry ", T,
               " positions; the model trains at ", shape_.context, " and its positional tables cover at most ",
               position_limit());
   TORCH_CHECK(tables.positions == T, "positional tables for ", tables.positions, " positions, tokens of ", T);

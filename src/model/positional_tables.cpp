@@ -27,6 +27,19 @@ std::vector<int64_t> table_shape(PositionalHook hook, int64_t P, int64_t D, int6
     default: return {};
   }
 }
+
+// Member m's table for P positions. A scheme with fewer rows than P (a learned table of a
+// plain member batched beside randomized-position members, whose tables span L) gives all
+// it has and zeros beyond: the member's own positions never reach those rows (the config
+// checks a learned table covers its member's contexts and L), so the zeros are never read.
+torch::Tensor member_table(PositionalScheme& scheme, PositionalHook hook, int64_t P) {
+  const int64_t rows = std::min(P, scheme.position_limit());
+  auto table = scheme.table(rows);
+  if (rows == P) return table;
+  if (hook == PositionalHook::score_bias)
+    return torch::constant_pad_nd(table, {0, P - rows, 0, P - rows});  // (H, P, P)
+  return torch::constant_pad_nd(table, {0, 0, 0, P - rows});          // (P, D) or (P, Dh/2)
+}
 }  // namespace
 
 PositionalTables PositionalTableMaker::make(int64_t positions) {
@@ -45,7 +58,7 @@ PositionalTables PositionalTableMaker::make(int64_t positions) {
       for (int64_t m = 0; m < M; ++m) {
         const bool has = schemes_[m]->hook() == hook;
         used = used || has;
-        rows.push_back(has && !learned_[m] ? schemes_[m]->table(positions).to(device, torch::kFloat32)
+        rows.push_back(has && !learned_[m] ? member_table(*schemes_[m], hook, positions).to(device, torch::kFloat32)
                                            : torch::zeros(table_shape(hook, positions, embed_, heads_),
                                                           torch::TensorOptions().device(device)));
       }
@@ -73,7 +86,7 @@ PositionalTables PositionalTableMaker::make(int64_t positions) {
     for (int64_t m = 0; m < M; ++m) {
       const bool mine = learned_[m] && schemes_[m]->hook() == hook;
       any = any || mine;
-      rows.push_back(mine ? schemes_[m]->table(positions) : stacked[m]);
+      rows.push_back(mine ? member_table(*schemes_[m], hook, positions) : stacked[m]);
     }
     if (any) stacked = torch::stack(rows);  // (M, ...)
   }

@@ -112,7 +112,8 @@ CopyTask copy_task_generate(const TaskConfig& task) {
   return out;
 }
 
-std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task) {
+std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task, int64_t context) {
+  if (context == 0) context = task.context;
   std::istringstream stream(text);
   std::vector<int64_t> content;
   std::string word;
@@ -133,9 +134,10 @@ std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& tas
     content.push_back(token);
   }
   if (content.empty()) throw std::invalid_argument("a probe needs at least one content token, e.g. \"7 1 8 2\"");
-  if (static_cast<int64_t>(content.size()) + 1 > task.context)
-    throw std::invalid_argument(std::to_string(content.size()) + " tokens plus <copy> do not fit in task.context = " +
-                                std::to_string(task.context));
+  if (static_cast<int64_t>(content.size()) + 1 > context)
+    throw std::invalid_argument(std::to_string(content.size()) + " tokens plus <copy> do not fit in " +
+                                (context == task.context ? "task.context = " : "the longest context the model covers, ") +
+                                std::to_string(context));
   return content;
 }
 

@@ -58,8 +58,9 @@ std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vo
 void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 
 // Parses a probe such as "7 1 8 2" (content tokens) into its content; throws
-// std::invalid_argument saying what is wrong (a token out of range, too long for T, ...).
-std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task);
+// std::invalid_argument saying what is wrong (a token out of range, too long for the
+// context, ...). `context` is the longest context allowed, 0 = task.context.
+std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task, int64_t context = 0);
 
 // "7 1 8 2 <copy> _ _ ..." for display.
 std::string tokens_to_text(const std::vector<int64_t>& tokens, int64_t vocab_size);
