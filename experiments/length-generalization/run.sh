@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The length-generalization study (README.md here): configs/length-generalization.json as
+# one `copytask compare` (42 members, one batch), into runs/length-generalization, then its
+# small files (no checkpoints) copied here. Rerunning goes on where it stopped.
+#   experiments/length-generalization/run.sh
+# COPYTASK=/path/to/copytask runs that binary (e.g. a copy, so that rebuilding build/ while
+# the study runs cannot change it halfway); by default build/copytask, built first.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=experiments/length-generalization
+out=runs/length-generalization
+binary=${COPYTASK:-}
+if [ -z "$binary" ]; then
+  scripts/build.sh copytask
+  binary=build/copytask
+fi
+"$binary" compare --config configs/length-generalization.json --out "$out"
+cp "$out"/{config.json,study.json,results.json,attention.json,positional.json,metrics.jsonl,report.html,run.json} "$here/"
