@@ -37,6 +37,11 @@ positional.<name>:
                  positional.mlp0_weight, mlp0_bias, mlp1_weight, mlp1_bias
 A score bias (H, T, T) is a function of d = i - j (query i, key j; d > 0: the key is to
 the left); it is added after the 1/sqrt(Dh) scaling and before the causal mask.
+
+Randomized positions (model["random_positions"] = L > 0): this script places every token at
+0..T-1, not at the sorted random subset of 0..L-1 that copytask draws in training and
+evaluation, so its logits for such a member are not copytask's (the member was never
+trained at exactly 0..T-1). Use copytask eval or predict for those members.
 """
 
 import math
