@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The length-generalization study (README.md here): configs/length-generalization.json as
 # one `copytask compare` (42 members, one batch), into runs/length-generalization, then its
-# small files (no checkpoints) copied here. Rerunning goes on where it stopped.
+# small files (no checkpoints) copied here, attention.json gzipped (6 MB as it is), and
+# probe.sh's long probe through every scheme. Rerunning goes on where it stopped.
+# report.html (14 MB) stays here uncommitted; README.md says how to write it again.
 #   experiments/length-generalization/run.sh
 # COPYTASK=/path/to/copytask runs that binary (e.g. a copy, so that rebuilding build/ while
 # the study runs cannot change it halfway); by default build/copytask, built first.
@@ -15,4 +17,6 @@ if [ -z "$binary" ]; then
   binary=build/copytask
 fi
 "$binary" compare --config configs/length-generalization.json --out "$out"
-cp "$out"/{config.json,study.json,results.json,attention.json,positional.json,metrics.jsonl,report.html,run.json} "$here/"
+cp "$out"/{config.json,study.json,results.json,positional.json,metrics.jsonl,report.html,run.json} "$here/"
+gzip -9 -n -c "$out/attention.json" > "$here/attention.json.gz"
+COPYTASK="$binary" "$here/probe.sh" "$out"
