@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <typeinfo>
 
 #include <unistd.h>
@@ -294,6 +295,44 @@ TEST(Config, RandomlyMutatedConfigsEndInAResultOrACleanRefusal) {
   std::printf("mutated configs: %d accepted, %d refused with a ConfigError\n", accepted, refused);
   EXPECT_GT(accepted, 50) << "the mutations must not all be trivially broken";
   EXPECT_GT(refused, 500);
+}
+
+}  // namespace
+}  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// Every ready config (configs/ and the experiments' own) resolves, and each of its schemes
+// at every grid point gives a valid config: a key renamed in the code cannot leave a
+// committed config that only fails when a user runs it.
+TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
+  std::vector<fs::path> files;
+  for (const char* folder : {"configs", "experiments"})
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(COPYTASK_SOURCE_DIR) / folder))
+      if (entry.path().extension() == ".json" && (std::string(folder) == "configs" ||
+                                                  entry.path().parent_path().parent_path().filename() == "experiments"))
+        files.push_back(entry.path());
+  ASSERT_GE(files.size(), 4u);
+  size_t checked = 0;
+  for (const auto& file : files) {
+    // An experiment folder holds its own configs (heads.json, ...) beside a study's copied
+    // output files, which are not configs.
+    static const std::set<std::string> outputs = {"config.json",    "study.json", "results.json",
+                                                  "attention.json", "positional.json", "run.json"};
+    if (file.parent_path().parent_path().filename() == "experiments" && outputs.count(file.filename().string())) continue;
+    SCOPED_TRACE(file.string());
+    Config config;
+    ASSERT_NO_THROW(config = config_resolve(file.string(), {}));
+    for (const auto& scheme : config.compare.schemes)
+      for (const auto& point : grid_combinations(config.compare.grid)) {
+        SchemeSpec at_point = scheme;
+        for (const auto& [key, value] : point.items()) at_point.overrides[key] = value;
+        EXPECT_NO_THROW(config_for_scheme(config, at_point)) << scheme.name;
+      }
+    ++checked;
+  }
+  EXPECT_GE(checked, 4u);
 }
 
 }  // namespace
