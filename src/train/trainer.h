@@ -44,7 +44,7 @@ class MemberBatcher;
 // On the autograd path (the CPU step when the fused kernel is switched off or cannot run
 // the model), a full-batch step runs in chunks of this many examples per member, so each
 // chunk's activations stay in the caches instead of streaming through memory pass after
-// pass (measured with copytask bench; see README, Performance). Fixed, not derived from
+// pass (measured with copytask bench; see docs/performance.md). Fixed, not derived from
 // the member count: a member's results must not depend on its neighbours.
 // Measured (bench, reference config, 2 cores): 1 member 2.67 -> 2.85 member-steps/s,
 // 5 members 1.64 -> 2.88, 30 members 0.93 -> 2.49 (and 9.2 -> 2.3 GB resident).

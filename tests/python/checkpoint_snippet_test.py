@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's Python snippet, run as a user would: it must load a member's model.pt with
+"""The Python snippet of docs/output-files.md, run as a user would: it must load a member's model.pt with
 torch.load and reproduce, in plain PyTorch, the attention maps and outputs that copytask
 recorded for that member (attention.json of the member's folder).
 
@@ -22,9 +22,9 @@ parser.add_argument("--copytask", required=True)
 parser.add_argument("--source", required=True)
 args = parser.parse_args()
 
-readme = open(os.path.join(args.source, "README.md")).read()
+readme = open(os.path.join(args.source, "docs", "output-files.md")).read()
 match = re.search(r"<!-- checkpoint-snippet -->\s*```python\n(.*?)```", readme, re.S)
-assert match, "README.md has no ```python block after <!-- checkpoint-snippet -->"
+assert match, "docs/output-files.md has no ```python block after <!-- checkpoint-snippet -->"
 snippet = match.group(1)
 assert re.search(r'^member = ".*"', snippet, re.M), "the snippet names its member folder in a line member = \"...\""
 
@@ -59,7 +59,7 @@ try:
         member = os.path.join(study, "s", "members", scheme["name"], "seed-0")
         code = re.sub(r'^member = ".*"', 'member = "%s"' % member, snippet, flags=re.M)
         scope = {}
-        exec(compile(code, "README.md snippet", "exec"), scope)
+        exec(compile(code, "docs/output-files.md snippet", "exec"), scope)
         recorded = json.load(open(os.path.join(member, "attention.json")))
         assert recorded["inputs"][0] == scope["tokens"][0].tolist(), "the snippet's input is the default probe"
         probe = recorded["probes"][0]
@@ -75,6 +75,6 @@ try:
         raise AssertionError("copytask_forward ran an unknown scheme")
     except ValueError as error:
         assert "xpos" in str(error), error
-    print("the README snippet reproduces copytask's outputs and attention (maxdiff %.2g), torch %s" % (worst, torch.__version__))
+    print("the docs/output-files.md snippet reproduces copytask's outputs and attention (maxdiff %.2g), torch %s" % (worst, torch.__version__))
 finally:
     shutil.rmtree(study, ignore_errors=True)

@@ -1,6 +1,6 @@
 // The registry of positional schemes: one line per scheme below, naming the function in
 // its file (src/model/schemes/<name>.cpp) that returns its SchemeEntry. The order is the
-// order the command line and the README list them in.
+// order the command line and docs/configuration.md list them in.
 #include "model/positional.h"
 
 #define COPYTASK_POSITIONAL_SCHEMES(SCHEME) \
