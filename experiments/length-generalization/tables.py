@@ -85,9 +85,9 @@ def by_length(metric):
 
 def bias():
     """The score biases by signed distance d = query - key (d > 0: the key is to the left),
-    seed 0, every head: the distances the copy needs are k + 1 (2..9 trained, 10..17 not)."""
+    seed 0, every head: the distances the copy needs are k + 1 (2..6 trained, 7..11 not)."""
     positional = load("positional.json")
-    distances = [1, 2, 5, 8, 9, 10, 12, 16]
+    distances = [1, 2, 4, 6, 7, 8, 9, 11]
     print("| scheme | head | " + " | ".join("d=%d" % d for d in distances) + " |")
     print("|---|---|" + "---|" * len(distances))
     for name, scheme in positional["schemes"].items():
@@ -116,12 +116,12 @@ def read_probe(path):
 
 
 def attention():
-    """At a length never trained (12 tokens, context 25, seed 0): for each output j (which
+    """At a length never trained (probe.sh's 10 tokens, context 21, seed 0): for each output j (which
     must read key j), the key the last layer attends to most (over its heads), its weight,
     and how many outputs are right."""
     folder = os.path.join(HERE, "probes")
     order = [name for name, _ in schemes()]
-    print("| scheme | output (12 tokens) | right | last layer: strongest key for outputs j = 0..11 (wanted: j) | on the wanted key |")
+    print("| scheme | output | right | last layer: strongest key for outputs j = 0..k-1 (wanted: j) | on the wanted key |")
     print("|---|---|---|---|---|")
     for name in order:
         path = os.path.join(folder, name + ".txt")
