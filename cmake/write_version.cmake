@@ -1,5 +1,5 @@
 # Writes version.cpp with the project version and the git commit of SOURCE_DIR.
-# Run at every build by the copytask_version target; rewrites the file only on change.
+# Run at every build by the copytask_version_stamp target; rewrites the file only on change.
 execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse --short=12 HEAD
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
                 RESULT_VARIABLE commit_rc ERROR_QUIET)

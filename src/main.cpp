@@ -9,6 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "config/config_fields.h"
+#include "model/positional.h"
 #include "train/interrupt.h"
 #include "version.h"
 
@@ -18,6 +20,7 @@ void on_signal(int) { copytask::stop_request(); }
 
 int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
+  copytask::positional_rules_install();  // config checks name the registry's schemes
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
@@ -38,12 +41,13 @@ int main(int argc, char** argv) {
   CLI::App* predict = copytask::predict_command_add(app, predict_options);
   CLI::App* report = copytask::report_command_add(app, report_options);
   CLI::App* bench = copytask::bench_command_add(app, bench_options);
+  CLI::App* keys = app.add_subcommand("keys", "every config key with its default and meaning, as a Markdown table");
 
   // CLI11 reports a mistyped command only as "a subcommand is required": say which.
   const std::string first = argc > 1 ? argv[1] : "";
   const bool known = !app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(first); }).empty();
   if (!first.empty() && first[0] != '-' && !known) {
-    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, eval, predict, report, bench (see --help)\n", argv[1]);
+    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, eval, predict, report, bench, keys (see --help)\n", argv[1]);
     return copytask::kExitBadInput;
   }
   try {
@@ -58,5 +62,9 @@ int main(int argc, char** argv) {
   if (predict->parsed()) return copytask::predict_command_run(predict_options);
   if (report->parsed()) return copytask::report_command_run(report_options);
   if (bench->parsed()) return copytask::bench_command_run(bench_options);
+  if (keys->parsed()) {
+    std::printf("%s", copytask::config_keys_markdown().c_str());
+    return copytask::kExitOk;
+  }
   return copytask::kExitBadInput;
 }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <sstream>
 #include <typeinfo>
 
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "config/config.h"
+#include "config/config_fields.h"
 
 namespace copytask {
 namespace {
@@ -333,6 +335,74 @@ TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
     ++checked;
   }
   EXPECT_GE(checked, 4u);
+}
+
+// docs/configuration.md's key table is `copytask keys`, character for character, so the
+// docs cannot fall behind the code: a key added to the field table fails here until the
+// docs are regenerated (the test prints the table to paste).
+TEST(Config, TheDocsKeyTableIsCopytaskKeys) {
+  std::ifstream file(fs::path(COPYTASK_SOURCE_DIR) / "docs" / "configuration.md");
+  ASSERT_TRUE(file) << "docs/configuration.md is missing";
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string docs = text.str();
+  const std::string begin = "<!-- keys: the output of copytask keys -->\n", end = "<!-- /keys -->";
+  const size_t from = docs.find(begin), to = docs.find(end);
+  ASSERT_NE(from, std::string::npos) << "docs/configuration.md has no line " << begin;
+  ASSERT_NE(to, std::string::npos) << "docs/configuration.md has no line " << end;
+  EXPECT_EQ(docs.substr(from + begin.size(), to - from - begin.size()), config_keys_markdown())
+      << "regenerate the table: build/copytask keys";
+}
+
+// The field table covers every key the JSON holds, once, each with a meaning, and each
+// field reads back what it writes: a changed value of every field survives the round trip.
+TEST(Config, TheFieldTableReadsAndWritesEveryKey) {
+  const nlohmann::json defaults = config_to_json(Config{});
+  std::set<std::string> json_keys, field_keys;
+  for (const auto& section : defaults.items())
+    for (const auto& leaf : section.value().items()) json_keys.insert(section.key() + "." + leaf.key());
+  for (const auto& field : config_fields()) {
+    EXPECT_TRUE(field_keys.insert(field.key).second) << field.key << " is listed twice";
+    EXPECT_FALSE(field.meaning.empty()) << field.key;
+  }
+  EXPECT_EQ(json_keys, field_keys);
+
+  Config changed;
+  changed.task.context = 17;
+  changed.model.heads = 4;
+  changed.model.embed = 32;
+  changed.model.positional_options.t5_buckets = 16;
+  changed.model.positional_options.fire_threshold = 12;  // 0 would be resolved to task.context on reading
+  changed.model.positional_options.alibi_slopes = {0.5, 0.25, 0.125, 0.0625};
+  changed.train.seeds = {3, 4};
+  changed.eval.max_len = 9;
+  changed.report.probes = {"1 2", "3"};
+  changed.compare.grid = {{"model.blocks", {1, 2}}};
+  const Config back = config_from_json(config_to_json(changed));
+  EXPECT_EQ(config_to_json(back), config_to_json(changed));
+  EXPECT_EQ(back.model.positional_options.alibi_slopes, changed.model.positional_options.alibi_slopes);
+  EXPECT_EQ(back.train.seeds, changed.train.seeds);
+  EXPECT_TRUE(back.model.positional_options == changed.model.positional_options);
+  changed.model.positional_options.t5_buckets = 8;
+  EXPECT_FALSE(back.model.positional_options == changed.model.positional_options);
+}
+
+// Which keys a scheme may vary comes from the field table's scopes.
+TEST(Config, ASchemeMayVaryModelAndTrainKeysButNotTheStudysOrTheMachines) {
+  for (const auto& field : config_fields()) {
+    Config config;
+    config.compare.schemes = {SchemeSpec{"s", {{field.key, field.get(Config{})}}}};
+    nlohmann::json j = config_to_json(config);
+    const bool accepted = [&] {
+      try {
+        config_from_json(j);
+        return true;
+      } catch (const ConfigError&) {
+        return false;
+      }
+    }();
+    EXPECT_EQ(accepted, field.scope == KeyScope::scheme) << field.key;
+  }
 }
 
 }  // namespace

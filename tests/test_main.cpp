@@ -1,2 +1,9 @@
 #include <gtest/gtest.h>
-int main(int argc, char** argv) { ::testing::InitGoogleTest(&argc, argv); return RUN_ALL_TESTS(); }
+
+#include "model/positional.h"
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  copytask::positional_rules_install();  // config checks name the registry's schemes
+  return RUN_ALL_TESTS();
+}

@@ -2,8 +2,10 @@
 // them again, on the study's own data (the numbers must equal those at the end of training)
 // or on other data (task.* overrides, e.g. task.seed=1), and at content lengths beyond the
 // trained ones (eval.max_len=16: length generalization without retraining).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -52,90 +54,100 @@ CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options) {
   return &command;
 }
 
-int eval_command_run(const EvalCommandOptions& options) {
+namespace {
+
+// What eval works on: the study, its config with eval's overrides, its complete members.
+struct EvalSetup {
   SavedStudy study;
   Config config;
-  std::vector<StudyMember> members;
-  c10::Device device(c10::kCPU);
+  std::vector<StudyMember> members;  // point into study.schemes
+  c10::Device device{c10::kCPU};
+};
+
+// Opens the study and applies the overrides; throws ConfigError saying what to change.
+EvalSetup eval_setup(const EvalCommandOptions& options) {
+  EvalSetup setup;
   try {
-    study = saved_study_open(options.run_dir);
-    const nlohmann::json dotted = config_overrides_parse(options.overrides);
-    for (const auto& item : dotted.items()) {
-      const auto& keys = eval_keys();
-      if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
-        std::string allowed;
-        for (const auto& key : keys) allowed += (allowed.empty() ? "" : ", ") + key;
-        throw ConfigError("eval cannot change '" + item.key() + "': the models keep the study's config; allowed: " + allowed);
-      }
-    }
-    config = config_with_overrides(study.base, dotted, "eval");
-    // Saved models keep their learned rows: lengths beyond them are reported, not refused.
-    config_validate(config, /*learned_rows_must_fit_eval=*/false);
-    device = device_resolve(config.train.device);
-    if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
-      throw ConfigError("--json " + options.json_file + ": its folder does not exist");
-    members = saved_members(study);
-    if (members.empty())
-      throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+    setup.study = saved_study_open(options.run_dir);
   } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask eval: %s\n", error.what());
-    return kExitBadInput;
+    throw option_error("--run", error);
   }
-  const int threads = threads_configure(config.train.threads);
-  const bool same_data = config_to_json(config)["task"] == config_to_json(study.base)["task"];
+  const nlohmann::json dotted = config_overrides_parse(options.overrides);
+  const auto& keys = eval_keys();
+  for (const auto& item : dotted.items())
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+      std::string allowed;
+      for (const auto& key : keys) allowed += (allowed.empty() ? "" : ", ") + key;
+      throw ConfigError("eval cannot change '" + item.key() + "': the models keep the study's config; allowed: " + allowed);
+    }
+  setup.config = config_with_overrides(setup.study.base, dotted, "eval");
+  // Saved models keep their learned rows: lengths beyond them are reported, not refused.
+  config_validate(setup.config, /*learned_rows_must_fit_eval=*/false);
+  setup.device = device_resolve(setup.config.train.device);
+  if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
+    throw ConfigError("--json " + options.json_file + ": its folder does not exist");
+  setup.members = saved_members(setup.study);
+  if (setup.members.empty())
+    throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+  return setup;
+}
 
+// Every member on both splits (batch by batch), then on the length sets one at a time.
+std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::string& run_dir, bool same_data,
+                                           int threads) {
   std::vector<MemberScores> scores;
-  try {
-    const CopyTask task = copy_task_generate(config.task);
-    const TrainData data = train_data_upload(task, device);
-    spdlog::info("eval: {} member(s) of {}, {} data ({} train / {} test), device {}, {} thread(s)", members.size(),
-                 options.run_dir, same_data ? "the study's" : "other", task.train.count, task.test.count, device.str(),
-                 threads);
-    for (const auto& batch : study_batches(members)) {
-      Encoder model = saved_batch_load(study, batch, device);
-      const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
-      const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
-      for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}});
-    }
-    const LengthData lengths = length_data_upload(length_sets_generate(config.task, config.eval, task.train), device);
-    if (!lengths.empty()) {
-      spdlog::info("length generalization: lengths {}..{}, up to {} examples each, contexts {}..{}",
-                   lengths.lengths.front(), lengths.lengths.back(), config.eval.per_length, lengths.contexts.front(),
-                   lengths.contexts.back());
-      // One member at a time: each reaches as far as its own table (a learned member's rows).
-      for (auto& s : scores) {
-        Encoder model = saved_batch_load(study, {s.member}, device);
-        s.lengths = evaluate_lengths(model, lengths).front();
-      }
-    }
-  } catch (const CheckpointError& error) {
-    std::fprintf(stderr, "copytask eval: %s\n", error.what());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    spdlog::error("eval failed: {}", error_text(error));
-    return kExitFailure;
+  const CopyTask task = copy_task_generate(setup.config.task);
+  const TrainData data = train_data_upload(task, setup.device);
+  spdlog::info("eval: {} member(s) of {}, {} data ({} train / {} test), device {}, {} thread(s)", setup.members.size(),
+               run_dir, same_data ? "the study's" : "other", task.train.count, task.test.count, setup.device.str(),
+               threads);
+  for (const auto& batch : study_batches(setup.members)) {
+    Encoder model = saved_batch_load(setup.study, batch, setup.device);
+    const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
+    const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
+    for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}});
   }
+  const LengthData lengths =
+      length_data_upload(length_sets_generate(setup.config.task, setup.config.eval, task.train), setup.device);
+  if (!lengths.empty()) {
+    spdlog::info("length generalization: lengths {}..{}, up to {} examples each, contexts {}..{}",
+                 lengths.lengths.front(), lengths.lengths.back(), setup.config.eval.per_length,
+                 lengths.contexts.front(), lengths.contexts.back());
+    // One member at a time: each reaches as far as its own table (a learned member's rows).
+    for (auto& s : scores) {
+      Encoder model = saved_batch_load(setup.study, {s.member}, setup.device);
+      s.lengths = evaluate_lengths(model, lengths).front();
+    }
+  }
+  return scores;
+}
 
-  // Per member, beside what training recorded when the data is the study's own.
+// "identical" when the member's numbers equal those its result.json recorded at the end of
+// training, else what training recorded.
+std::string training_check(const SavedStudy& study, const MemberScores& s) {
+  const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.scheme->name, s.member.seed));
+  const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
+  const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
+                    recorded.test_token == now.test_token && recorded.train_token == now.train_token &&
+                    recorded.final_loss == now.final_loss && recorded.test_loss == now.test_loss &&
+                    by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
+  return same ? "identical"
+              : fmt::format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact, recorded.final_loss);
+}
+
+// Prints the members, the scheme table (and the length table) and returns --json's content.
+nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScores>& scores, const std::string& run_dir,
+                           bool same_data) {
+  const SavedStudy& study = setup.study;
   std::printf("%-28s %10s %10s %11s %11s  %s\n", "member", "test exact", "test token", "train exact", "train token",
               same_data ? "vs training" : "");
-  nlohmann::json out = {{"run", options.run_dir}, {"task", config_to_json(config)["task"]}, {"same_data", same_data},
-                        {"device", device.str()}, {"members", nlohmann::json::array()}};
+  nlohmann::json out = {{"run", run_dir}, {"task", config_to_json(setup.config)["task"]}, {"same_data", same_data},
+                        {"device", setup.device.str()}, {"members", nlohmann::json::array()}};
   std::map<std::string, std::vector<RunRecord>> by_scheme;
   int64_t differing = 0;
   for (const auto& s : scores) {
-    std::string check;
-    if (same_data) {
-      const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.scheme->name, s.member.seed));
-      const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
-      const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
-                        recorded.test_token == now.test_token && recorded.train_token == now.train_token &&
-                        recorded.final_loss == now.final_loss && recorded.test_loss == now.test_loss &&
-                        by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
-      check = same ? "identical" : fmt::format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact,
-                                               recorded.final_loss);
-      differing += same ? 0 : 1;
-    }
+    const std::string check = same_data ? training_check(study, s) : "";
+    differing += same_data && check != "identical" ? 1 : 0;
     std::printf("%-28s %10.4f %10.4f %11.4f %11.4f  %s\n", s.member.name().c_str(), s.test.exact, s.test.token,
                 s.train.exact, s.train.token, check.c_str());
     RunRecord record = run_record_of(s.member.seed, s.train, s.test);
@@ -164,6 +176,32 @@ int eval_command_run(const EvalCommandOptions& options) {
     std::printf("\n%s\n", differing == 0 ? "every member's numbers are identical to those at the end of training"
                                          : fmt::format("{} member(s) differ from training (another device or thread "
                                                        "count changes the last bits)", differing).c_str());
+  return out;
+}
+
+}  // namespace
+
+int eval_command_run(const EvalCommandOptions& options) {
+  EvalSetup setup;
+  try {
+    setup = eval_setup(options);
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "copytask eval: %s\n", error.what());
+    return kExitBadInput;
+  }
+  const int threads = threads_configure(setup.config.train.threads);
+  const bool same_data = config_to_json(setup.config)["task"] == config_to_json(setup.study.base)["task"];
+  std::vector<MemberScores> scores;
+  try {
+    scores = members_evaluate(setup, options.run_dir, same_data, threads);
+  } catch (const CheckpointError& error) {
+    std::fprintf(stderr, "copytask eval: %s\n", error.what());
+    return kExitBadInput;
+  } catch (const std::exception& error) {
+    spdlog::error("eval failed: {}", error_text(error));
+    return kExitFailure;
+  }
+  const nlohmann::json out = eval_report(setup, scores, options.run_dir, same_data);
   if (!options.json_file.empty()) {
     try {
       json_write_atomic(options.json_file, out);

@@ -1,4 +1,5 @@
 #include "cli/options.h"
+#include "cli/progress_line.h"
 
 #include <unistd.h>
 
@@ -50,6 +51,26 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
 
 namespace {
 
+// --shard i/n (1 <= i <= n); throws ConfigError saying how to write it.
+Shard shard_parse(const std::string& text) {
+  const std::string how = "--shard " + text + ": write i/n with 1 <= i <= n, e.g. --shard 2/3 for the second of three shards";
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) throw ConfigError(how);
+  Shard shard;
+  try {
+    size_t used = 0;
+    shard.index = std::stoll(text.substr(0, slash), &used);
+    if (used != slash) throw ConfigError(how);
+    const std::string count = text.substr(slash + 1);
+    shard.count = std::stoll(count, &used);
+    if (used != count.size()) throw ConfigError(how);
+  } catch (const std::logic_error&) {
+    throw ConfigError(how);
+  }
+  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) throw ConfigError(how);
+  return shard;
+}
+
 std::string default_out_dir(const std::string& command, const std::string& name) {
   std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -100,7 +121,11 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
     study_check_memory(schemes, study.shard, study.device);
     study.command = command;
     study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
-    study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
+    try {
+      study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
+    } catch (const ConfigError& error) {
+      throw option_error("--out", error);
+    }
   } catch (const ConfigError& error) {
     std::fprintf(stderr, "copytask %s: config error: %s\n", command.c_str(), error.what());
     return kExitBadInput;
@@ -108,7 +133,7 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
 
   study.threads = threads_configure(config.train.threads);
   study.command_line = command_line;
-  study.progress_line = isatty(fileno(stderr));
+  study.progress = study_progress_printer(isatty(fileno(stderr)));
   print_config_table(config);
   spdlog::info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
                study.device.str(), study.threads, study.out_dir);
@@ -137,6 +162,10 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
 std::string error_text(const std::exception& error) {
   if (const auto* torch_error = dynamic_cast<const c10::Error*>(&error)) return torch_error->what_without_backtrace();
   return error.what();
+}
+
+ConfigError option_error(const std::string& option, const ConfigError& error) {
+  return ConfigError(option + " " + error.what());
 }
 
 }  // namespace copytask

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace CLI {
 class App;
 }
@@ -54,8 +56,6 @@ struct ReportCommandOptions {
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
 
-struct Config;
-
 // Binds --config, --print-config and the key=value overrides to `options`.
 void config_options_bind(CLI::App& command, ConfigOptions& options);
 
@@ -70,6 +70,10 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
 // Resolves the config, checks the device and output folder, prints the resolved config,
 // runs the study and prints the comparison table. `command` is "train" or "compare".
 int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line);
+
+// The library's errors about a folder or a name start with it ("runs/x holds another
+// study ..."); the command line says which option gave it: "--out runs/x holds ...".
+ConfigError option_error(const std::string& option, const ConfigError& error);
 
 // An error's message for the terminal: LibTorch's errors without their C++ stack trace
 // (a user needs the sentence, not the frames).

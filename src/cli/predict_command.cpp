@@ -1,7 +1,10 @@
 // copytask predict --run DIR [--member NAME] "7 1 8 2": one input through one trained
 // member: its output, whether it is right, and each layer's and head's attention as a
 // compact heatmap in the terminal.
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -32,6 +35,61 @@ const char* shade(double weight) {
   return shades[level];
 }
 
+// The member, the input, target and output (wrong tokens marked ^) and the verdict.
+void prediction_print(const StudyMember& member, const std::vector<int64_t>& input, const std::vector<int64_t>& target,
+                      const std::vector<int64_t>& output, size_t content_length) {
+  const Config& config = member.scheme->config;
+  const int64_t V = config.task.vocab_size, T = static_cast<int64_t>(input.size());
+  const long long k = static_cast<long long>(content_length);
+  const bool right = output == target;
+  int64_t wrong_tokens = 0;
+  std::string marks;
+  for (int64_t t = 0; t < T; ++t) {
+    const bool ok = output[t] == target[t];
+    wrong_tokens += ok ? 0 : 1;
+    marks += std::string(t ? " " : "") + std::string(tokens_to_text({output[t]}, V).size(), ok ? ' ' : '^');
+  }
+  std::printf("member  %s (positional %s, causal %s)\n", member.name().c_str(), config.model.positional.c_str(),
+              config.model.causal ? "on" : "off");
+  if (T != config.task.context)
+    std::printf("context %lld: longer than training's %lld, for the whole copy of %lld tokens (as eval.max_len)\n",
+                static_cast<long long>(T), static_cast<long long>(config.task.context), k);
+  std::printf("input   %s\n", tokens_to_text(input, V).c_str());
+  std::printf("target  %s\n", tokens_to_text(target, V).c_str());
+  std::printf("output  %s\n", tokens_to_text(output, V).c_str());
+  if (!right) std::printf("        %s\n", marks.c_str());
+  std::printf("%s\n", right ? "right: every output token matches the target"
+                            : fmt::format("wrong: {} of {} tokens differ (^)", wrong_tokens, T).c_str());
+}
+
+// Each layer's and head's attention as rows of shades (rows: query positions, columns:
+// the key positions they attend to), with each row's strongest key.
+void attention_print(const std::vector<torch::Tensor>& attention, const std::vector<int64_t>& input, int64_t V,
+                     bool causal) {
+  const int64_t T = static_cast<int64_t>(input.size());
+  std::string header = "       ";
+  for (int64_t j = 0; j < T; ++j) header += token_cell(input[j], V);
+  std::printf("\nattention (rows: query position, columns: key position; shades 0 ' . : - = + * # %% @' 1%s)\n",
+              causal ? "; causal: nothing right of the diagonal" : "");
+  for (size_t l = 0; l < attention.size(); ++l) {
+    auto maps = attention[l][0][0].to(torch::kFloat64).contiguous();  // (H, T, T)
+    auto a = maps.accessor<double, 3>();
+    for (int64_t h = 0; h < maps.size(0); ++h) {
+      std::printf("\nlayer %zu head %lld\n%s\n", l + 1, static_cast<long long>(h + 1), header.c_str());
+      for (int64_t i = 0; i < T; ++i) {
+        std::string row = "  " + token_cell(input[i], V) + "  ";
+        int64_t strongest = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          row += shade(a[h][i][j]);
+          if (a[h][i][j] > a[h][i][strongest]) strongest = j;
+        }
+        std::printf("%s  max %.2f at position %lld (%s)\n", row.c_str(), a[h][i][strongest],
+                    static_cast<long long>(strongest), tokens_to_text({input[strongest]}, V).c_str());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options) {
@@ -50,14 +108,18 @@ int predict_command_run(const PredictCommandOptions& options) {
   StudyMember member;
   std::vector<int64_t> content;
   try {
-    study = saved_study_open(options.run_dir);
-    if (options.member.empty()) {
-      const auto members = saved_members(study);
-      if (members.empty())
-        throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
-      member = members.front();
-    } else {
-      member = saved_member_find(study, options.member);
+    try {
+      study = saved_study_open(options.run_dir);
+    } catch (const ConfigError& error) {
+      throw option_error("--run", error);
+    }
+    const auto members = saved_members(study);
+    if (members.empty())
+      throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+    try {
+      member = options.member.empty() ? members.front() : saved_member_find(study, options.member);
+    } catch (const ConfigError& error) {
+      throw option_error("--member", error);
     }
     try {
       // Longer than the trained lengths is allowed: the copy then gets a context of its own,
@@ -109,48 +171,8 @@ int predict_command_run(const PredictCommandOptions& options) {
     return kExitFailure;
   }
 
-  const bool right = output == target;
-  int64_t wrong_tokens = 0;
-  std::string marks;
-  for (int64_t t = 0; t < T; ++t) {
-    const bool ok = output[t] == target[t];
-    wrong_tokens += ok ? 0 : 1;
-    marks += std::string(t ? " " : "") + std::string(tokens_to_text({output[t]}, V).size(), ok ? ' ' : '^');
-  }
-  std::printf("member  %s (positional %s, causal %s)\n", member.name().c_str(), config.model.positional.c_str(),
-              config.model.causal ? "on" : "off");
-  if (T != config.task.context)
-    std::printf("context %lld: longer than training's %lld, for the whole copy of %lld tokens (as eval.max_len)\n",
-                static_cast<long long>(T), static_cast<long long>(config.task.context), static_cast<long long>(k));
-  std::printf("input   %s\n", tokens_to_text(input, V).c_str());
-  std::printf("target  %s\n", tokens_to_text(target, V).c_str());
-  std::printf("output  %s\n", tokens_to_text(output, V).c_str());
-  if (!right) std::printf("        %s\n", marks.c_str());
-  std::printf("%s\n", right ? "right: every output token matches the target"
-                            : fmt::format("wrong: {} of {} tokens differ (^)", wrong_tokens, T).c_str());
-
-  // Attention: rows are query positions, columns the positions they attend to.
-  std::string header = "       ";
-  for (int64_t j = 0; j < T; ++j) header += token_cell(input[j], V);
-  std::printf("\nattention (rows: query position, columns: key position; shades 0 ' . : - = + * # %% @' 1%s)\n",
-              config.model.causal ? "; causal: nothing right of the diagonal" : "");
-  for (size_t l = 0; l < attention.size(); ++l) {
-    auto maps = attention[l][0][0].to(torch::kFloat64).contiguous();  // (H, T, T)
-    auto a = maps.accessor<double, 3>();
-    for (int64_t h = 0; h < maps.size(0); ++h) {
-      std::printf("\nlayer %zu head %lld\n%s\n", l + 1, static_cast<long long>(h + 1), header.c_str());
-      for (int64_t i = 0; i < T; ++i) {
-        std::string row = "  " + token_cell(input[i], V) + "  ";
-        int64_t strongest = 0;
-        for (int64_t j = 0; j < T; ++j) {
-          row += shade(a[h][i][j]);
-          if (a[h][i][j] > a[h][i][strongest]) strongest = j;
-        }
-        std::printf("%s  max %.2f at position %lld (%s)\n", row.c_str(), a[h][i][strongest],
-                    static_cast<long long>(strongest), tokens_to_text({input[strongest]}, V).c_str());
-      }
-    }
-  }
+  prediction_print(member, input, target, output, content.size());
+  attention_print(attention, input, V, config.model.causal);
   return kExitOk;
 }
 

@@ -1,4 +1,5 @@
-// Precompiled header of copytask_core: the heavy third-party headers, parsed once per build.
+// Precompiled header of the LibTorch layers (compat, model, train, study, cli, the tests):
+// the heavy third-party headers, parsed once per build.
 #pragma once
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>

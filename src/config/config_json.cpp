@@ -5,7 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/compare_json.h"
 #include "config/config.h"
+#include "config/config_fields.h"
 
 namespace copytask {
 namespace {
@@ -143,10 +145,11 @@ json nested_patch(const std::string& dotted_key, const json& value) {
   return patch;
 }
 
-json scheme_to_json(const SchemeSpec& scheme) {
-  json out = {{"name", scheme.name}};
-  for (const auto& item : scheme.overrides.items()) out[item.key()] = item.value();
-  return out;
+// Whether a scheme or grid point may set `key` (the field table's scope). An unknown key
+// under model. or train. passes here, to be reported with a suggestion by the type check.
+bool may_vary_per_scheme(const std::string& key) {
+  if (const ConfigField* field = config_field(key)) return field->scope == KeyScope::scheme;
+  return key.rfind("model.", 0) == 0 || key.rfind("train.", 0) == 0;
 }
 
 // A compare.schemes entry: {"name": ..., "<dotted key>": value, ...}. Only model.* and
@@ -164,7 +167,7 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
   for (const auto& item : entry.items()) {
     if (item.key() == "name") continue;
     const std::string& key = item.key();
-    if ((key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0) || key == "train.device" || key == "train.threads")
+    if (!may_vary_per_scheme(key))
       throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
                         "' cannot vary between schemes; a scheme may override model.* and train.* keys "
                         "(but not train.device or train.threads, which hold for the whole study)");
@@ -188,8 +191,8 @@ json grid_from_json(const json& grid, const json& defaults) {
   for (const auto& item : grid.items()) {
     const std::string& key = item.key();
     const std::string where = "compare.grid[\"" + key + "\"]";
-    if ((key.rfind("model.", 0) != 0 && key.rfind("train.", 0) != 0) || key == "train.device" ||
-        key == "train.threads" || key == "train.seeds")
+    // The seeds are already an axis of every study.
+    if (!may_vary_per_scheme(key) || key == "train.seeds")
       throw ConfigError(where + ": key '" + key +
                         "' cannot be a grid axis; a grid may vary model.* and train.* keys "
                         "(but not train.seeds, train.device or train.threads)");
@@ -207,66 +210,15 @@ json grid_from_json(const json& grid, const json& defaults) {
   return grid;
 }
 
-template <typename T>
-T get_leaf(const json& section, const char* key) {
-  return section.at(key).get<T>();
-}
-
-Config config_from_checked_json(const json& j, const json& defaults) {
+// Every field from its section (the merged JSON holds every key, checked against the
+// defaults' types), then FIRE's threshold resolved.
+Config config_from_checked_json(const json& j) {
   Config c;
-  const json& task = j.at("task");
-  c.task.vocab_size = get_leaf<int64_t>(task, "vocab_size");
-  c.task.context = get_leaf<int64_t>(task, "context");
-  c.task.min_len = get_leaf<int64_t>(task, "min_len");
-  c.task.max_len = get_leaf<int64_t>(task, "max_len");
-  c.task.examples = get_leaf<int64_t>(task, "examples");
-  c.task.test_fraction = get_leaf<double>(task, "test_fraction");
-  c.task.seed = get_leaf<int64_t>(task, "seed");
-  const json& model = j.at("model");
-  c.model.embed = get_leaf<int64_t>(model, "embed");
-  c.model.heads = get_leaf<int64_t>(model, "heads");
-  c.model.blocks = get_leaf<int64_t>(model, "blocks");
-  c.model.hidden = get_leaf<int64_t>(model, "hidden");
-  c.model.dropout = get_leaf<double>(model, "dropout");
-  c.model.positional = get_leaf<std::string>(model, "positional");
-  c.model.causal = get_leaf<bool>(model, "causal");
-  PositionalOptions& o = c.model.positional_options;
-  o.rope_base = get_leaf<double>(model, "rope_base");
-  o.rope_fraction = get_leaf<double>(model, "rope_fraction");
-  o.alibi_slopes = get_leaf<std::vector<double>>(model, "alibi_slopes");
-  o.alibi_right_slopes = get_leaf<std::vector<double>>(model, "alibi_right_slopes");
-  o.alibi_direction = get_leaf<std::string>(model, "alibi_direction");
-  o.alibi_learned = get_leaf<bool>(model, "alibi_learned");
-  o.t5_buckets = get_leaf<int64_t>(model, "t5_buckets");
-  o.t5_max_distance = get_leaf<int64_t>(model, "t5_max_distance");
-  o.bias_mlp_hidden = get_leaf<int64_t>(model, "bias_mlp_hidden");
-  o.dynamic_depth = get_leaf<int64_t>(model, "dynamic_depth");
-  o.dynamic_log_distance = get_leaf<bool>(model, "dynamic_log_distance");
-  o.fire_threshold = get_leaf<double>(model, "fire_threshold");
-  o.learned_positions = get_leaf<int64_t>(model, "learned_positions");
-  o.random_positions = get_leaf<int64_t>(model, "random_positions");
+  for (const auto& field : config_fields()) field.set(c, j.at(field.section()).at(field.leaf()));
   // FIRE's threshold defaults to the training context: resolved here, so every resolved
   // config (printed, saved with the results) carries the number the model starts from.
+  PositionalOptions& o = c.model.positional_options;
   if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
-
-  const json& train = j.at("train");
-  c.train.steps = get_leaf<int64_t>(train, "steps");
-  c.train.batch_size = get_leaf<int64_t>(train, "batch_size");
-  c.train.lr = get_leaf<double>(train, "lr");
-  c.train.eval_every = get_leaf<int64_t>(train, "eval_every");
-  c.train.seeds = get_leaf<std::vector<int64_t>>(train, "seeds");
-  c.train.device = get_leaf<std::string>(train, "device");
-  c.train.threads = get_leaf<int64_t>(train, "threads");
-  const json& eval = j.at("eval");
-  c.eval.max_len = get_leaf<int64_t>(eval, "max_len");
-  c.eval.per_length = get_leaf<int64_t>(eval, "per_length");
-  c.eval.seed = get_leaf<int64_t>(eval, "seed");
-  c.report.probes = get_leaf<std::vector<std::string>>(j.at("report"), "probes");
-  c.compare.schemes.clear();
-  const json& schemes = j.at("compare").at("schemes");
-  for (size_t i = 0; i < schemes.size(); ++i)
-    c.compare.schemes.push_back(scheme_from_json(schemes[i], i, defaults));
-  c.compare.grid = grid_from_json(j.at("compare").at("grid"), defaults);
   return c;
 }
 
@@ -288,51 +240,25 @@ json parse_json_text(const std::string& text, const std::string& origin) {
   }
 }
 
-json model_json(const ModelConfig& m) {
-  const PositionalOptions& o = m.positional_options;
-  return {{"embed", m.embed},
-          {"heads", m.heads},
-          {"blocks", m.blocks},
-          {"hidden", m.hidden},
-          {"dropout", m.dropout},
-          {"positional", m.positional},
-          {"causal", m.causal},
-          {"rope_base", o.rope_base},
-          {"rope_fraction", o.rope_fraction},
-          {"alibi_slopes", o.alibi_slopes},
-          {"alibi_right_slopes", o.alibi_right_slopes},
-          {"alibi_direction", o.alibi_direction},
-          {"alibi_learned", o.alibi_learned},
-          {"t5_buckets", o.t5_buckets},
-          {"t5_max_distance", o.t5_max_distance},
-          {"bias_mlp_hidden", o.bias_mlp_hidden},
-          {"dynamic_depth", o.dynamic_depth},
-          {"dynamic_log_distance", o.dynamic_log_distance},
-          {"fire_threshold", o.fire_threshold},
-          {"learned_positions", o.learned_positions},
-          {"random_positions", o.random_positions}};
-}
-
 }  // namespace
 
 const std::vector<std::string>& positional_option_keys() {
-  // model_json's keys after the model's own (embed .. causal): the options, in order.
   static const std::vector<std::string> keys = [] {
-    const std::vector<std::string> model_keys = {"embed", "heads", "blocks", "hidden", "dropout", "positional", "causal"};
     std::vector<std::string> out;
-    const json model = model_json(ModelConfig{});
-    for (const auto& item : model.items())
-      if (std::find(model_keys.begin(), model_keys.end(), item.key()) == model_keys.end()) out.push_back(item.key());
+    for (const auto& field : config_fields())
+      if (field.positional_option) out.push_back(field.leaf());
     return out;
   }();
   return keys;
 }
 
 bool PositionalOptions::operator==(const PositionalOptions& other) const {
-  ModelConfig a, b;
-  a.positional_options = *this;
-  b.positional_options = other;
-  return model_json(a) == model_json(b);
+  Config a, b;
+  a.model.positional_options = *this;
+  b.model.positional_options = other;
+  for (const auto& field : config_fields())
+    if (field.positional_option && field.get(a) != field.get(b)) return false;
+  return true;
 }
 
 CompareConfig Config::default_compare() {
@@ -350,27 +276,25 @@ CompareConfig Config::default_compare() {
 }
 
 json config_to_json(const Config& c) {
-  json schemes = json::array();
-  for (const auto& scheme : c.compare.schemes) schemes.push_back(scheme_to_json(scheme));
-  return {
-      {"task", {{"vocab_size", c.task.vocab_size}, {"context", c.task.context},
-                {"min_len", c.task.min_len}, {"max_len", c.task.max_len},
-                {"examples", c.task.examples}, {"test_fraction", c.task.test_fraction},
-                {"seed", c.task.seed}}},
-      {"model", model_json(c.model)},
-      {"train", {{"steps", c.train.steps}, {"batch_size", c.train.batch_size}, {"lr", c.train.lr},
-                 {"eval_every", c.train.eval_every}, {"seeds", c.train.seeds},
-                 {"device", c.train.device}, {"threads", c.train.threads}}},
-      {"eval", {{"max_len", c.eval.max_len}, {"per_length", c.eval.per_length}, {"seed", c.eval.seed}}},
-      {"report", {{"probes", c.report.probes}}},
-      {"compare", {{"schemes", schemes}, {"grid", c.compare.grid}}},
-  };
+  json out = json::object();
+  for (const auto& field : config_fields()) out[field.section()][field.leaf()] = field.get(c);
+  return out;
 }
+
+json scheme_spec_to_json(const SchemeSpec& scheme) {
+  json out = {{"name", scheme.name}};
+  for (const auto& item : scheme.overrides.items()) out[item.key()] = item.value();
+  return out;
+}
+
+SchemeSpec scheme_spec_from_json(const json& entry, size_t index) { return scheme_from_json(entry, index, defaults_json()); }
+
+json compare_grid_checked(const json& grid) { return grid_from_json(grid, defaults_json()); }
 
 Config config_from_json(const json& j) {
   json merged = defaults_json();
   merge_checked(merged, j, "");
-  return config_from_checked_json(merged, defaults_json());
+  return config_from_checked_json(merged);
 }
 
 Config config_with_overrides(const Config& config, const json& dotted_overrides,
@@ -383,7 +307,7 @@ Config config_with_overrides(const Config& config, const json& dotted_overrides,
       throw ConfigError(origin + ": " + error.what());
     }
   }
-  return config_from_checked_json(merged, defaults_json());
+  return config_from_checked_json(merged);
 }
 
 json config_overrides_parse(const std::vector<std::string>& overrides) {
@@ -429,7 +353,7 @@ Config config_resolve(const std::optional<std::string>& file_path,
     const json one = config_overrides_parse({override_text});
     merge_checked(merged, nested_patch(one.begin().key(), one.begin().value()), "");
   }
-  Config config = config_from_checked_json(merged, defaults_json());
+  Config config = config_from_checked_json(merged);
   config_validate(config);
   return config;
 }

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "config/config.h"
-#include "model/positional.h"
+#include "config/scheme_rules.h"
 #include "task/copy_task.h"
 
 namespace copytask {
@@ -103,13 +103,14 @@ void validate_model(const ModelConfig& m) {
   require(m.blocks >= 1 && m.blocks <= 64, "model.blocks", std::to_string(m.blocks), "must be 1..64");
   require(m.hidden >= 1 && m.hidden <= 65536, "model.hidden", std::to_string(m.hidden), "must be 1..65536");
   require(m.dropout >= 0 && m.dropout < 1, "model.dropout", str(m.dropout), "must be in [0, 1)");
-  const auto& names = positional_names();
+  const SchemeRules& rules = scheme_rules();
+  const auto& names = rules.names;
   std::string allowed;
   for (const auto& name : names) allowed += (allowed.empty() ? "" : ", ") + name;
   require(std::find(names.begin(), names.end(), m.positional) != names.end(), "model.positional",
           "\"" + m.positional + "\"", "must be one of " + allowed);
   validate_positional_options(m.positional_options, m.heads);
-  const std::string problem = positional_entry(m.positional)->incompatibility(m.positional_options, m.embed, m.heads);
+  const std::string problem = rules.incompatibility(m.positional, m.positional_options, m.embed, m.heads);
   require(problem.empty(), "model.positional", "\"" + m.positional + "\"", problem);
 }
 

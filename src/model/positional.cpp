@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "config/scheme_rules.h"
+
 namespace copytask {
 
 const std::vector<std::string>& positional_names() {
@@ -21,6 +23,16 @@ const SchemeEntry* positional_entry(const std::string& name) {
   for (const auto& entry : positional_registry())
     if (entry.name == name) return &entry;
   return nullptr;
+}
+
+void positional_rules_install() {
+  SchemeRules rules;
+  rules.names = positional_names();
+  rules.incompatibility = [](const std::string& name, const PositionalOptions& options, int64_t embed, int64_t heads) {
+    const SchemeEntry* entry = positional_entry(name);
+    return entry ? entry->incompatibility(options, embed, heads) : "unknown positional scheme '" + name + "'";
+  };
+  scheme_rules_set(std::move(rules));
 }
 
 std::shared_ptr<PositionalScheme> positional_scheme_make(const std::string& name, const PositionalOptions& options,

@@ -86,6 +86,10 @@ struct SchemeEntry {
 // Every scheme, in the order the command line lists them (src/model/schemes/registry.cpp).
 const std::vector<SchemeEntry>& positional_registry();
 const std::vector<std::string>& positional_names();
+// Gives config (config/scheme_rules.h) the names and incompatibility rules of the registry,
+// which it checks configs against; call once at the start of a program, before any config
+// is read.
+void positional_rules_install();
 // The entry of a name; nullptr for an unknown one.
 const SchemeEntry* positional_entry(const std::string& name);
 // The scheme of a name with its options; throws std::invalid_argument for an unknown name.

@@ -97,7 +97,7 @@ std::string vectors_block(const json& vectors, const json* path, const std::stri
     return "PC" + std::to_string(k + 1) +
            (k < ratio.size() && std::isfinite(ratio[k]) ? " (" + html::fixed(100 * ratio[k], 1) + "% of variance)" : "");
   };
-  const charts::Axes axes{axis_name(0), axis_name(1), std::nullopt, std::nullopt, false};
+  const charts::Axes axes{axis_name(0), axis_name(1), std::nullopt, std::nullopt, false, std::nullopt};
   const charts::ColourScale position_scale{charts::ColourScale::Kind::sequential, 0,
                                            std::max<double>(1, static_cast<double>(final_points.size()) - 1), "position"};
   if (!final_points.empty()) {

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "report/stats.h"
-#include "train/evaluate.h"
 
 namespace copytask {
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/scores.h"
+
 namespace copytask {
 
 // One trained member's final numbers.
@@ -23,8 +25,6 @@ struct RunRecord {
   nlohmann::json length_generalization;
 };
 
-struct SplitScores;   // train/evaluate.h
-struct LengthScores;  // train/evaluate.h
 
 // One member's per-length scores: by_length keyed by k; exact and token null where skipped.
 nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,

@@ -5,7 +5,6 @@
 
 #include <unistd.h>
 
-#include "compat/torch_compat.h"
 #include "report/files.h"
 #include "version.h"
 
@@ -25,10 +24,10 @@ nlohmann::json run_info_json(const RunInfo& info) {
   gethostname(host, sizeof host - 1);
   nlohmann::json out = {{"version", version_string()},
                         {"git_commit", git_commit()},
-                        {"libtorch", torch_version_string()},
+                        {"libtorch", info.libtorch},
                         {"command", info.command},
                         {"host", host},
-                        {"cpu", cpu_model()},
+                        {"cpu", info.cpu},
                         {"device", info.device},
                         {"threads", info.threads},
                         {"started", info.started},

@@ -11,9 +11,9 @@ namespace fs = std::filesystem;
 
 SavedStudy saved_study_open(const std::string& dir) {
   const fs::path manifest_path = fs::path(dir) / "study.json";
-  if (!fs::is_directory(dir)) throw ConfigError("--run " + dir + ": no such folder; give a study's output folder");
+  if (!fs::is_directory(dir)) throw ConfigError(dir + ": no such folder; give a study's output folder");
   if (!fs::exists(manifest_path))
-    throw ConfigError("--run " + dir + " holds no study.json: it is not a copytask study folder "
+    throw ConfigError(dir + " holds no study.json: it is not a copytask study folder "
                       "(give the folder that train or compare printed as \"output folder\")");
   nlohmann::json manifest;
   try {
@@ -48,8 +48,8 @@ StudyMember saved_member_find(const SavedStudy& study, const std::string& name) 
     if (name == full || name == short_name || name == member.scheme->name) return member;
     names += (names.empty() ? "" : ", ") + full;
   }
-  if (members.empty()) throw ConfigError("--run " + study.dir + " has no complete member yet; train the study first");
-  throw ConfigError("--member " + name + ": no such complete member; members: " + names);
+  if (members.empty()) throw ConfigError(name + ": " + study.dir + " has no complete member yet; train the study first");
+  throw ConfigError(name + ": no such complete member; members: " + names);
 }
 
 Encoder saved_batch_load(const SavedStudy& study, const std::vector<StudyMember>& batch, const torch::Device& device) {

@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "model/member.h"
+#include "study/study_progress.h"
 
 namespace copytask {
 
@@ -40,8 +41,6 @@ struct Shard {
   bool whole() const { return count == 1; }
   std::string str() const { return std::to_string(index) + "/" + std::to_string(count); }
 };
-// Parses "i/n" (1 <= i <= n); throws ConfigError saying how to write it.
-Shard shard_parse(const std::string& text);
 
 struct StudyOptions {
   std::string command = "compare";  // train | compare
@@ -49,7 +48,7 @@ struct StudyOptions {
   std::string command_line;  // recorded in run.json
   c10::Device device{c10::kCPU};
   int threads = 1;
-  bool progress_line = false;  // a live progress line on stderr (a terminal)
+  StudyProgress progress;  // where progress goes (src/cli/ prints it); none by default
   Shard shard;
 };
 
@@ -78,7 +77,7 @@ std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manif
 
 // Checks `out_dir` before any work: a new folder (creatable and writable), or one that
 // holds the same study (then the run resumes it). Throws ConfigError otherwise, naming the
-// keys that differ. train.device and train.threads may differ (shards on other machines).
+// keys that differ; the message starts with the folder (the command line says which option). train.device and train.threads may differ (shards on other machines).
 void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manifest);
 
 // Checks before any work that this shard's study fits the machine: the memory of the data

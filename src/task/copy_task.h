@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.h"
+#include "task/task_config.h"
 
 namespace copytask {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "config/config.h"
+#include "task/task_config.h"
 #include "task/copy_task.h"
 
 namespace copytask {

@@ -7,17 +7,12 @@
 #include <torch/types.h>
 
 #include "model/encoder.h"
+#include "report/scores.h"
 #include "task/length_sets.h"
 
 namespace copytask {
 
-struct SplitScores {
-  double loss = 0;   // mean cross-entropy over all N*T positions
-  double exact = 0;  // fraction of examples with all T output tokens right
-  double token = 0;  // fraction of the N*T output tokens right
-  // exact match by content length k (index k; -1 where the split has no example of that length)
-  std::vector<double> exact_by_length;
-};
+// SplitScores and LengthScores (report/scores.h): what the evaluations below return.
 
 // The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
 // pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
@@ -40,17 +35,10 @@ struct LengthData {
 };
 LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device);
 
-// One member's scores at one content length, over the copy's k positions only (k + 1 ..
-// 2k): exact = every copied token right, token = the share of copied tokens right. NaN
-// with `skipped` saying why where the member cannot run at that context (a learned table
-// with too few rows).
-struct LengthScores {
-  int64_t length = 0, context = 0, count = 0;
-  bool trained = false;
-  double exact = 0, token = 0;
-  std::string skipped;
-};
-
+// [member][length]: each member's scores (report/scores.h) at every length, over the
+// copy's k positions only (k + 1 .. 2k): exact = every copied token right, token = the
+// share of copied tokens right; NaN with `skipped` saying why where the member cannot run
+// at that context (a learned table with too few rows).
 // [member][length]: each member at every length of data, in eval mode. A length whose
 // context exceeds the model's position_limit() is skipped for every member (evaluate a
 // learned member alone to get its own limit).

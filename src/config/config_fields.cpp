@@ -1,0 +1,162 @@
+#include "config/config_fields.h"
+
+#include "config/compare_json.h"
+
+namespace copytask {
+namespace {
+
+using nlohmann::json;
+
+// A field that is a member of one of Config's sections: config.*section.*member.
+template <typename Section, typename Value>
+ConfigField field(std::string key, Section Config::*section, Value Section::*member, KeyScope scope,
+                  std::string meaning) {
+  ConfigField f;
+  f.key = std::move(key);
+  f.scope = scope;
+  f.meaning = std::move(meaning);
+  f.get = [section, member](const Config& c) { return json((c.*section).*member); };
+  f.set = [section, member](Config& c, const json& value) { (c.*section).*member = value.get<Value>(); };
+  return f;
+}
+
+// A positional option: config.model.positional_options.*member.
+template <typename Value>
+ConfigField option(std::string key, Value PositionalOptions::*member, std::string meaning) {
+  ConfigField f;
+  f.key = std::move(key);
+  f.scope = KeyScope::scheme;
+  f.positional_option = true;
+  f.meaning = std::move(meaning);
+  f.get = [member](const Config& c) { return json(c.model.positional_options.*member); };
+  f.set = [member](Config& c, const json& value) { c.model.positional_options.*member = value.get<Value>(); };
+  return f;
+}
+
+std::vector<ConfigField> make_fields() {
+  using S = KeyScope;
+  std::vector<ConfigField> f = {
+      field("task.vocab_size", &Config::task, &TaskConfig::vocab_size, S::study,
+            "0 = padding, 1..V-2 = content, V-1 = `<copy>`"),
+      field("task.context", &Config::task, &TaskConfig::context, S::study, "sequence length T (input and output)"),
+      field("task.min_len", &Config::task, &TaskConfig::min_len, S::study, "content tokens per example, at least"),
+      field("task.max_len", &Config::task, &TaskConfig::max_len, S::study, "content tokens per example, at most"),
+      field("task.examples", &Config::task, &TaskConfig::examples, S::study,
+            "unique examples, train + test (at most the number of distinct inputs)"),
+      field("task.test_fraction", &Config::task, &TaskConfig::test_fraction, S::study,
+            "share held out; test inputs never occur in train"),
+      field("task.seed", &Config::task, &TaskConfig::seed, S::study,
+            "the data's seed: the same data for every scheme and seed of a study"),
+      field("model.embed", &Config::model, &ModelConfig::embed, S::scheme, "D, the model width"),
+      field("model.heads", &Config::model, &ModelConfig::heads, S::scheme, "H, attention heads (divides D)"),
+      field("model.blocks", &Config::model, &ModelConfig::blocks, S::scheme, "pre-LN transformer blocks"),
+      field("model.hidden", &Config::model, &ModelConfig::hidden, S::scheme, "F, the feed-forward hidden width"),
+      field("model.dropout", &Config::model, &ModelConfig::dropout, S::scheme,
+            "on the attention weights, after the attention projection, inside and after the FF"),
+      field("model.positional", &Config::model, &ModelConfig::positional, S::scheme,
+            "`none`, `sinusoidal`, `learned`, `rope`, `alibi`, `t5`, `dynamic`, `kerple`, `fire` (DESIGN.md section 2)"),
+      field("model.causal", &Config::model, &ModelConfig::causal, S::scheme,
+            "causal attention mask (position i sees j <= i), valid with every scheme"),
+      option("model.rope_base", &PositionalOptions::rope_base, "rope: theta = p * base^(-2i / R)"),
+      option("model.rope_fraction", &PositionalOptions::rope_fraction,
+             "rope: the share of each head's dimensions that turn (R = 2 floor(fraction Dh / 2); partial rotary)"),
+      option("model.alibi_slopes", &PositionalOptions::alibi_slopes,
+             "alibi: one slope per head; [] = the paper's rule (2^-8 for one head)"),
+      option("model.alibi_right_slopes", &PositionalOptions::alibi_right_slopes,
+             "alibi, two-sided: the slopes towards later keys; [] = the same as the left"),
+      option("model.alibi_direction", &PositionalOptions::alibi_direction,
+             "alibi: `symmetric` -s\\|d\\|, `offset` -s(\\|d\\| - 0.5 [d > 0]) (Ruoss et al.), `two-sided` -s d left, "
+             "-r (-d) right"),
+      option("model.alibi_learned", &PositionalOptions::alibi_learned,
+             "alibi: learn the slopes (as logs, so they stay positive), starting from the above"),
+      option("model.t5_buckets", &PositionalOptions::t5_buckets,
+             "t5: buckets, half per direction (exact below a quarter of them, logarithmic up to the max distance)"),
+      option("model.t5_max_distance", &PositionalOptions::t5_max_distance,
+             "t5: distances beyond share the last bucket"),
+      option("model.bias_mlp_hidden", &PositionalOptions::bias_mlp_hidden, "dynamic, fire: hidden width of the bias MLP"),
+      option("model.dynamic_depth", &PositionalOptions::dynamic_depth, "dynamic: hidden layers of the bias MLP"),
+      option("model.dynamic_log_distance", &PositionalOptions::dynamic_log_distance,
+             "dynamic: input sign(d) log(1 + \\|d\\|) instead of d"),
+      option("model.fire_threshold", &PositionalOptions::fire_threshold,
+             "fire: the starting threshold L in positions; 0 = `task.context` (resolved when the config is read)"),
+      option("model.learned_positions", &PositionalOptions::learned_positions,
+             "learned: rows of the table; 0 = `task.context`, or `model.random_positions` when that is larger. "
+             "More rows let length generalization reach longer contexts; rows training never reaches keep their "
+             "N(0, 1) start"),
+      option("model.random_positions", &PositionalOptions::random_positions,
+             "randomized positions (Ruoss et al. 2023): 0 = off, else L; each example's positions are a sorted random "
+             "subset of 0..L-1 instead of 0..T-1, in training and in evaluation. L must cover `task.context` and the "
+             "longest evaluated context; any scheme but `none`"),
+      field("train.steps", &Config::train, &TrainConfig::steps, S::scheme, "Adam steps"),
+      field("train.batch_size", &Config::train, &TrainConfig::batch_size, S::scheme,
+            "0 = full batch, else seeded minibatches (each seed its own shuffled epochs)"),
+      field("train.lr", &Config::train, &TrainConfig::lr, S::scheme, "Adam learning rate"),
+      field("train.eval_every", &Config::train, &TrainConfig::eval_every, S::scheme,
+            "steps between evaluations (and always at the last step)"),
+      field("train.seeds", &Config::train, &TrainConfig::seeds, S::scheme,
+            "one trained model per seed (a scheme may list its own; never a grid axis)"),
+      field("train.device", &Config::train, &TrainConfig::device, S::machine,
+            "`auto` (CUDA when there is one), `cpu`, `cuda`"),
+      field("train.threads", &Config::train, &TrainConfig::threads, S::machine, "CPU threads, 0 = one per core"),
+      field("eval.max_len", &Config::eval, &EvalConfig::max_len, S::study,
+            "length generalization: evaluate every member at every content length `task.min_len`..`eval.max_len` "
+            "(at least `task.max_len`, at most 256), at every evaluation and at the end; 0 = off"),
+      field("eval.per_length", &Config::eval, &EvalConfig::per_length, S::study,
+            "examples per length: distinct inputs never in the training split, or all of them where fewer exist"),
+      field("eval.seed", &Config::eval, &EvalConfig::seed, S::study,
+            "the seed of those examples (each length its own stream: a longer `eval.max_len` keeps the shorter "
+            "lengths' examples)"),
+      field("report.probes", &Config::report, &ReportConfig::probes, S::study,
+            "inputs whose outputs and attention maps are saved (content tokens)"),
+  };
+  ConfigField schemes;
+  schemes.key = "compare.schemes";
+  schemes.meaning = "list of `{\"name\": ..., \"<dotted key>\": value, ...}`, one per scheme (below)";
+  schemes.get = [](const Config& c) {
+    json list = json::array();
+    for (const auto& scheme : c.compare.schemes) list.push_back(scheme_spec_to_json(scheme));
+    return list;
+  };
+  schemes.set = [](Config& c, const json& value) {
+    c.compare.schemes.clear();
+    for (size_t i = 0; i < value.size(); ++i) c.compare.schemes.push_back(scheme_spec_from_json(value[i], i));
+  };
+  f.push_back(schemes);
+  ConfigField grid;
+  grid.key = "compare.grid";
+  grid.meaning = "`{\"<dotted key>\": [values ...]}`, crossed with every scheme";
+  grid.get = [](const Config& c) { return c.compare.grid; };
+  grid.set = [](Config& c, const json& value) { c.compare.grid = compare_grid_checked(value); };
+  f.push_back(grid);
+  return f;
+}
+
+// A default as the docs show it: strings bare, everything else as JSON.
+std::string default_text(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array() && !value.empty() && value[0].is_object()) return "the six schemes of the reference study";
+  return value.dump();
+}
+
+}  // namespace
+
+const std::vector<ConfigField>& config_fields() {
+  static const std::vector<ConfigField> fields = make_fields();
+  return fields;
+}
+
+const ConfigField* config_field(const std::string& key) {
+  for (const auto& f : config_fields())
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::string config_keys_markdown() {
+  const Config defaults;
+  std::string out = "| key | default | meaning |\n|---|---|---|\n";
+  for (const auto& f : config_fields())
+    out += "| `" + f.key + "` | " + default_text(f.get(defaults)) + " | " + f.meaning + " |\n";
+  return out;
+}
+
+}  // namespace copytask

@@ -1,0 +1,210 @@
+#include "study/study_batch.h"
+
+#include <filesystem>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "model/encoder.h"
+#include "report/files.h"
+#include "report/results.h"
+#include "study/member_files.h"
+#include "study/positional_analysis.h"
+#include "task/copy_task.h"
+#include "task/length_sets.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+
+namespace copytask {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A member's attention.json: per probe its maps [layer][head][T][T] and its output [T].
+nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, const torch::Tensor& outputs,
+                                     int64_t member, const nlohmann::json& inputs) {
+  // layers[l]: (M, P, H, T, T) for P probes; outputs: (M, P, T).
+  nlohmann::json probes = nlohmann::json::array();
+  for (int64_t p = 0; p < outputs.size(1); ++p) {
+    nlohmann::json per_layer = nlohmann::json::array();
+    for (const auto& layer : layers) {
+      const torch::Tensor maps = layer[member][p];  // (H, T, T)
+      nlohmann::json heads = nlohmann::json::array();
+      for (int64_t h = 0; h < maps.size(0); ++h) heads.push_back(matrix_json(maps[h]));
+      per_layer.push_back(heads);
+    }
+    auto out = outputs[member][p].contiguous();
+    probes.push_back({{"attention", per_layer},
+                      {"output", std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel())}});
+  }
+  return {{"inputs", inputs}, {"probes", probes}};
+}
+
+// One metrics.jsonl line: a member's numbers at one evaluation.
+nlohmann::json metrics_line(const Evaluation& evaluation, int64_t m, const MemberSpec& spec) {
+  nlohmann::json line = {{"step", evaluation.step},
+                         {"scheme", spec.scheme},
+                         {"seed", spec.seed},
+                         {"seconds", evaluation.seconds},
+                         {"train_loss", evaluation.train[m].loss},
+                         {"train_exact", evaluation.train[m].exact},
+                         {"train_token", evaluation.train[m].token},
+                         {"test_loss", evaluation.test[m].loss},
+                         {"test_exact", evaluation.test[m].exact},
+                         {"test_token", evaluation.test[m].token},
+                         {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}};
+  if (!evaluation.lengths.empty()) line["length_generalization"] = length_metrics_json(evaluation.lengths[m]);
+  return line;
+}
+
+// Test exact-match per scheme (mean over its seeds in the batch), in the batch's order.
+std::vector<std::pair<std::string, double>> test_exact_by_scheme(const Evaluation& evaluation,
+                                                                 const std::vector<MemberSpec>& specs) {
+  std::vector<std::pair<std::string, double>> means;
+  std::map<std::string, int> counts;
+  for (size_t m = 0; m < specs.size(); ++m) {
+    if (means.empty() || means.back().first != specs[m].scheme) means.emplace_back(specs[m].scheme, 0.0);
+    means.back().second += evaluation.test[m].exact;
+    counts[specs[m].scheme] += 1;
+  }
+  for (auto& [name, sum] : means) sum /= counts[name];
+  return means;
+}
+
+// Learned additive tables at the start and at every evaluation: their path in positional.json.
+class LearnedPath {
+ public:
+  LearnedPath(Encoder& model, int64_t context) : model_(model), context_(context), path_(model->members().size()) {}
+  void record(int64_t step) {
+    torch::NoGradGuard no_grad;
+    for (int64_t m = 0; m < static_cast<int64_t>(path_.size()); ++m)
+      if (model_->scheme(m).hook() == PositionalHook::additive && model_->scheme(m).learned())
+        path_[m].emplace_back(step, model_->scheme(m).table(context_).detach().cpu().clone());
+  }
+  const std::vector<std::pair<int64_t, torch::Tensor>>& of(int64_t m) const { return path_[m]; }
+
+ private:
+  Encoder& model_;
+  int64_t context_;
+  std::vector<std::vector<std::pair<int64_t, torch::Tensor>>> path_;
+};
+
+// The member's files but metrics.jsonl (written at every evaluation): model.pt,
+// attention.json, positional.json, and result.json last (the member is then complete).
+void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, const StudyMember& member,
+                          const TrainOutcome& outcome, const nlohmann::json& attention,
+                          const nlohmann::json& positional, const StudyOptions& options) {
+  const StudyScheme& scheme = *member.scheme;
+  const Config& config = scheme.config;
+  checkpoint_save(model, m, 1, (fs::path(dir) / "model.pt").string());
+  json_write_atomic((fs::path(dir) / "attention.json").string(), attention);
+  json_write_atomic((fs::path(dir) / "positional.json").string(), positional);
+  RunRecord run = run_record_of(member.seed, outcome.final.train[m], outcome.final.test[m]);
+  run.steps = outcome.steps;
+  run.seconds = outcome.seconds;
+  run.batch_members = static_cast<int64_t>(model->members().size());
+  if (!outcome.final.lengths.empty())
+    run.length_generalization = length_generalization_json(outcome.final.lengths[m], config.task.max_len, config.task.context);
+  nlohmann::json result = run_record_json(run);
+  result["training_step"] = outcome.training_step;
+  result["scheme"] = scheme.name;
+  result["positional"] = config.model.positional;
+  result["causal"] = config.model.causal;
+  result["overrides"] = scheme.overrides;
+  result["model"] = config_to_json(config)["model"];  // what a reader needs to rebuild it
+  result["device"] = options.device.str();
+  result["threads"] = options.threads;
+  result["finished"] = utc_now_iso8601();
+  json_write_atomic((fs::path(dir) / "result.json").string(), result);
+}
+
+}  // namespace
+
+StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) {
+  StudyInputs inputs;
+  const CopyTask task = copy_task_generate(base.task);
+  inputs.data = train_data_upload(task, device);
+  spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
+               task.context, task.vocab_size);
+  // Length generalization: the same examples per length for every member.
+  inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), device);
+  const LengthData& lengths = inputs.data.lengths;
+  if (!lengths.empty())
+    spdlog::info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
+                 lengths.lengths.front(), lengths.lengths.back(), base.eval.per_length, lengths.contexts.front(),
+                 lengths.contexts.back());
+  inputs.context = base.task.context;
+  inputs.probe_inputs = nlohmann::json::array();
+  std::vector<int64_t> flat;
+  for (const auto& probe : base.report.probes) {
+    auto input = copy_input(probe_tokens(probe, base.task), base.task.vocab_size, base.task.context);
+    inputs.probe_inputs.push_back(input);
+    flat.insert(flat.end(), input.begin(), input.end());
+  }
+  inputs.probe_count = static_cast<int64_t>(base.report.probes.size());
+  inputs.probe_tensor = torch::tensor(flat, torch::kLong).view({inputs.probe_count, inputs.context}).to(device);  // (P, T)
+  return inputs;
+}
+
+BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const BatchPosition& position,
+                              const StudyInputs& inputs, const std::string& study_dir, const StudyOptions& options) {
+  const Config& config = batch.front().scheme->config;
+  const std::vector<MemberSpec> specs = study_batch_specs(batch);
+  const int64_t M = static_cast<int64_t>(specs.size());
+  std::string names;
+  for (size_t m = 0; m < specs.size(); ++m)
+    if (m == 0 || specs[m].scheme != specs[m - 1].scheme) names += (names.empty() ? "" : ", ") + specs[m].scheme;
+  spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", position.index + 1, position.count, M, names,
+               config.train.steps,
+               config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
+
+  // A member that was not complete may have left files from an interrupted run.
+  std::vector<std::string> dirs;
+  for (const auto& member : batch) {
+    dirs.push_back(member_dir(study_dir, member.scheme->name, member.seed));
+    fs::remove_all(dirs.back());
+    fs::create_directories(dirs.back());
+  }
+
+  torch::manual_seed(0);  // nothing should draw from the global generator; pin it anyway
+  Encoder model(encoder_shape_of(config), specs, options.device);
+  LearnedPath learned_path(model, config.task.context);
+  learned_path.record(0);
+
+  auto on_evaluation = [&](const Evaluation& evaluation) {
+    for (int64_t m = 0; m < M; ++m)
+      jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(), metrics_line(evaluation, m, specs[m]));
+    learned_path.record(evaluation.step);
+    if (options.progress.on_evaluation)
+      options.progress.on_evaluation({position, evaluation.step, evaluation.seconds, test_exact_by_scheme(evaluation, specs)});
+  };
+  auto on_step = [&](int64_t step, const torch::Tensor& loss) {
+    if (options.progress.on_step) options.progress.on_step({position, step, &loss});
+  };
+  BatchRecord record;
+  for (const auto& member : batch) record.members.push_back(member.name());
+  auto on_start = [&](const TrainingStep& step) {
+    record.training_step = step.name();
+    record.fallback_reason = step.fallback_reason();
+    // Never silently slower: a CPU batch off the fused step says why.
+    if (!record.fallback_reason.empty())
+      spdlog::warn("batch {}/{}: training on the autograd step, several times slower than the fused CPU step: {}",
+                   position.index + 1, position.count, record.fallback_reason);
+  };
+  const TrainOutcome outcome = train_members(model, inputs.data, config.train, on_evaluation, on_step, on_start);
+
+  // Outputs and attention maps of every member on the probes.
+  std::vector<torch::Tensor> probe_attention;
+  const torch::Tensor probe_outputs = inputs.probe_count > 0
+                                          ? predict_tokens(model, inputs.probe_tensor, &probe_attention).cpu()  // (M, P, T)
+                                          : torch::zeros({M, 0, inputs.context}, torch::kLong);
+  for (auto& layer : probe_attention) layer = layer.cpu();
+  for (int64_t m = 0; m < M; ++m)
+    member_outputs_write(dirs[m], model, m, batch[m], outcome,
+                         member_attention_json(probe_attention, probe_outputs, m, inputs.probe_inputs),
+                         positional_member_json(model->scheme(m), specs[m].seed, config.task.context, learned_path.of(m)),
+                         options);
+  return record;
+}
+
+}  // namespace copytask

@@ -1,0 +1,34 @@
+#pragma once
+// One batch of a study: what every batch shares (the task's data on the device, the
+// length sets, the probes), and training a batch of members into their folders.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "report/run_info.h"
+#include "study/study.h"
+#include "train/trainer.h"
+
+namespace copytask {
+
+// What every batch of a study trains and is probed on (schemes may not change task.*,
+// eval.* or report.*, so the base config decides them).
+struct StudyInputs {
+  TrainData data;                 // train/test splits and the length sets, on the device
+  nlohmann::json probe_inputs;    // [P][T] the probes' full inputs (<copy> and padding added)
+  torch::Tensor probe_tensor;     // (P, T) the same, on the device
+  int64_t probe_count = 0;
+  int64_t context = 0;            // T
+};
+// Generates the copy task and the length sets and uploads them; logs what they hold.
+StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device);
+
+// Trains one batch (members that share a config but their scheme and seed) and writes
+// each member's folder (study/member_files.h), result.json last. Returns the batch's
+// record for run.json.
+BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const BatchPosition& position,
+                              const StudyInputs& inputs, const std::string& study_dir, const StudyOptions& options);
+
+}  // namespace copytask

@@ -1,0 +1,33 @@
+#pragma once
+// The data's configuration: the copy task (task.*) and the length-generalization sets
+// (eval.*). Here, in the task layer, so that the task builds on its own; config/config.h
+// holds them in the whole Config.
+#include <cstdint>
+
+namespace copytask {
+
+struct TaskConfig {
+  int64_t vocab_size = 11;  // 0 = padding, 1..vocab_size-2 = content, vocab_size-1 = <copy>
+  int64_t context = 10;     // sequence length T, input and output
+  int64_t min_len = 1;      // content tokens per example, at least
+  int64_t max_len = 8;      // content tokens per example, at most
+  int64_t examples = 10000; // unique examples, train + test
+  double test_fraction = 0.1;
+  int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
+};
+
+// Length generalization (DESIGN.md section 1): after training, and at every evaluation,
+// each member is also evaluated at every content length min_len..max_len, on examples
+// drawn per length from its own seed, each length in a context long enough for the whole
+// copy. Off when max_len is 0.
+// The longest content length eval.max_len may ask for: a context of 513, whose score-bias
+// tables and attention stay small.
+constexpr int64_t kEvalMaxLenLimit = 256;
+
+struct EvalConfig {
+  int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
+  int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)
+  int64_t seed = 1;          // the evaluation examples' seed, the same for every member
+};
+
+}  // namespace copytask
