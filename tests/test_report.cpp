@@ -236,6 +236,17 @@ TEST(Report, PageIsWellFormedAndSelfContained) {
   EXPECT_EQ(page.find("<link"), std::string::npos);
 }
 
+// The title names the study folder the report was written for, whatever command line made
+// the study (the report reads files, not options); escaped like any text.
+TEST(Report, TheTitleNamesTheStudyFolder) {
+  ReportInputs in = fixture();
+  in.run["command"] = "copytask compare --out somewhere/else";
+  in.study = "runs/a<b";
+  EXPECT_NE(report_html(in).find("<title>copytask study report: runs/a&lt;b</title>"), std::string::npos);
+  in.study.clear();
+  EXPECT_NE(report_html(in).find("<title>copytask study report</title>"), std::string::npos);
+}
+
 TEST(Report, WellFormednessCheckerCatchesBrokenPages) {
   // The checker itself must be able to fail.
   EXPECT_NE(check_well_formed("<div><span></div></span>"), "");
@@ -429,6 +440,7 @@ TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
   const std::string page((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(page, report_html([&] {
               ReportInputs expected = in;
+              expected.study = dir.string();
               expected.shard_runs = {json({{"status", "failed"}, {"device", "cuda:0"}}),
                                      json({{"status", "ok"}, {"device", "cuda:1"}})};
               return expected;

@@ -1,25 +1,14 @@
 #include "cli/options.h"
-#include "cli/progress_line.h"
 
-#include <unistd.h>
-
-#include <algorithm>
 #include <cstdio>
-#include <ctime>
-#include <filesystem>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
-#include <spdlog/spdlog.h>
 
-#include "compat/torch_compat.h"
 #include "config/config.h"
-#include "report/results.h"
-#include "study/study.h"
-#include "train/interrupt.h"
 
 namespace copytask {
-namespace fs = std::filesystem;
 
 void config_options_bind(CLI::App& command, ConfigOptions& options) {
   command.add_option("--config", options.config_file, "JSON config file (// comments allowed); see configs/");
@@ -34,129 +23,6 @@ bool config_options_resolve(const ConfigOptions& options, Config& config) {
   if (!options.print_config) return true;
   std::printf("%s\n", config_to_json(config).dump(2).c_str());
   return false;
-}
-
-CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::string& description,
-                            StudyCommandOptions& options) {
-  CLI::App& command = *app.add_subcommand(name, description);
-  config_options_bind(command, options.config);
-  command.add_option("--out", options.out_dir,
-                     "output folder (default: runs/<time>-<command>-<name>); a folder holding the same study "
-                     "is resumed: complete members are kept, the others trained");
-  command.add_option("--shard", options.shard,
-                     "i/n: train only the i-th of n deterministic shares of the members into --out "
-                     "(shards may run on different machines; `copytask report DIR` collects them)");
-  return &command;
-}
-
-namespace {
-
-// --shard i/n (1 <= i <= n); throws ConfigError saying how to write it.
-Shard shard_parse(const std::string& text) {
-  const std::string how = "--shard " + text + ": write i/n with 1 <= i <= n, e.g. --shard 2/3 for the second of three shards";
-  const size_t slash = text.find('/');
-  if (slash == std::string::npos) throw ConfigError(how);
-  Shard shard;
-  try {
-    size_t used = 0;
-    shard.index = std::stoll(text.substr(0, slash), &used);
-    if (used != slash) throw ConfigError(how);
-    const std::string count = text.substr(slash + 1);
-    shard.count = std::stoll(count, &used);
-    if (used != count.size()) throw ConfigError(how);
-  } catch (const std::logic_error&) {
-    throw ConfigError(how);
-  }
-  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) throw ConfigError(how);
-  return shard;
-}
-
-std::string default_out_dir(const std::string& command, const std::string& name) {
-  std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  std::string base = "runs/" + std::string(stamp) + "-" + command + "-" + name;
-  std::string candidate = base;
-  for (int i = 2; fs::exists(candidate); ++i) candidate = base + "-" + std::to_string(i);
-  return candidate;
-}
-
-void print_config_table(const Config& config) {
-  const auto rows = config_flatten(config);
-  size_t key_width = 3, value_width = 5;
-  for (const auto& [key, value] : rows) {
-    key_width = std::max(key_width, key.size());
-    value_width = std::max(value_width, value.size());
-  }
-  const std::string rule = "+" + std::string(key_width + 2, '-') + "+" + std::string(value_width + 2, '-') + "+\n";
-  std::printf("%s| %-*s | %-*s |\n%s", rule.c_str(), static_cast<int>(key_width), "key", static_cast<int>(value_width),
-              "value", rule.c_str());
-  for (const auto& [key, value] : rows)
-    std::printf("| %-*s | %-*s |\n", static_cast<int>(key_width), key.c_str(), static_cast<int>(value_width), value.c_str());
-  std::printf("%s", rule.c_str());
-  std::fflush(stdout);
-}
-
-}  // namespace
-
-int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line) {
-  Config config;
-  std::vector<StudyScheme> schemes;
-  StudyOptions study;
-  try {
-    if (!config_options_resolve(options.config, config)) return kExitOk;
-    schemes = command == "compare" ? study_schemes_for_compare(config) : study_schemes_for_train(config);
-    study.device = device_resolve(config.train.device);
-    std::string name = command == "compare"
-                           ? (options.config.config_file.empty() ? "defaults"
-                                                                 : fs::path(options.config.config_file).stem().string())
-                           : schemes.front().name;
-    if (!options.shard.empty()) {
-      study.shard = shard_parse(options.shard);
-      if (options.out_dir.empty())
-        throw ConfigError("--shard needs --out DIR: every shard must write into the same study folder");
-    }
-    study_check_memory(schemes, study.shard, study.device);
-    study.command = command;
-    study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
-    try {
-      study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
-    } catch (const ConfigError& error) {
-      throw option_error("--out", error);
-    }
-  } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask %s: config error: %s\n", command.c_str(), error.what());
-    return kExitBadInput;
-  }
-
-  study.threads = threads_configure(config.train.threads);
-  study.command_line = command_line;
-  study.progress = study_progress_printer(isatty(fileno(stderr)));
-  print_config_table(config);
-  spdlog::info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
-               study.device.str(), study.threads, study.out_dir);
-  try {
-    nlohmann::json results = study_run(config, schemes, study);
-    std::vector<std::string> order;
-    for (const auto& scheme : schemes) order.push_back(scheme.name);
-    const auto& complete = results["complete"];
-    if (complete["runs"] != complete["expected"])
-      std::printf("\n%lld of %lld members complete; missing: %s\n", complete["runs"].get<long long>(),
-                  complete["expected"].get<long long>(), complete["missing"].dump().c_str());
-    std::printf("\n%s", table_format(results_table(results, order)).c_str());
-    const std::string lengths = length_table_format(results, order);
-    if (!lengths.empty()) std::printf("\n%s", lengths.c_str());
-    std::printf("\noutput folder: %s\n", study.out_dir.c_str());
-    return kExitOk;
-  } catch (const Interrupted&) {
-    spdlog::warn("interrupted; finished members are kept in {} (rerun the same command to resume)", study.out_dir);
-    return kExitInterrupted;
-  } catch (const std::exception& error) {
-    spdlog::error("{} failed: {}", command, error_text(error));
-    return kExitFailure;
-  }
 }
 
 std::string error_text(const std::exception& error) {

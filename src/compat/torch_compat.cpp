@@ -14,6 +14,7 @@
 #include <torch/version.h>
 
 #include "config/config.h"
+#include "util/splitmix.h"
 
 namespace copytask {
 
@@ -125,10 +126,7 @@ GpuInfo gpu_info(const c10::Device& device) {
 
 uint64_t stream_seed(uint64_t seed, uint64_t stream) {
   // splitmix64 of (seed, stream): well-mixed, so nearby seeds give unrelated streams.
-  uint64_t z = seed * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(seed * kSplitMixGamma + stream * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull);
 }
 
 }  // namespace copytask

@@ -15,15 +15,9 @@
 
 #include <torch/types.h>
 
-namespace copytask {
+#include "util/splitmix.h"
 
-// SplitMix64's output function (Steele, Lea and Flood 2014).
-inline uint64_t splitmix64_mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-inline constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ULL;
+namespace copytask {
 
 // One step's dropout stream of every member.
 struct DropoutStream {

@@ -137,12 +137,7 @@ std::string report_html(const ReportInputs& inputs) {
   generator += ". A self-contained page: no scripts, nothing loaded from elsewhere. Hover over a mark for its numbers.";
   body += html::text_element("footer", "", generator);
 
-  std::string title = "copytask study report";
-  if (const json* command = report::member(inputs.run, "command"); command && command->is_string()) {
-    const std::string text = command->get<std::string>();
-    const size_t out_at = text.find("--out ");
-    if (out_at != std::string::npos) title += ": " + text.substr(out_at + 6, text.find(' ', out_at + 6) - out_at - 6);
-  }
+  const std::string title = "copytask study report" + (inputs.study.empty() ? "" : ": " + inputs.study);
   return "<!DOCTYPE html>\n" +
          html::element("html", " lang=\"en\"",
                        html::element("head", "",
@@ -158,8 +153,9 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
   const fs::path dir(study_dir);
   const fs::path config = dir / "config.json";
   if (!fs::exists(config))
-    throw std::runtime_error(config.string() + " not found: is " + study_dir + " a study folder (copytask compare --out)?");
+    throw std::runtime_error(config.string() + " not found: is " + study_dir + " a study folder (what train or compare wrote)?");
   ReportInputs inputs;
+  inputs.study = study_dir;
   inputs.config = read_json_file(config);
   inputs.run = read_optional(dir / "run.json");
   inputs.results = read_optional(dir / "results.json");

@@ -12,6 +12,7 @@ namespace copytask {
 
 // The study files, parsed. A missing optional file is a null json (or an empty vector).
 struct ReportInputs {
+  std::string study;  // the study folder as the report was asked for it: the page's title
   nlohmann::json config, run, results, attention, positional;
   std::vector<nlohmann::json> metrics, shard_runs;
 };

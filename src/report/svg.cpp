@@ -125,11 +125,6 @@ Rgb diverging(double t) {
   return interpolate(stops, (t + 1.0) / 2.0);
 }
 
-std::string text_on(Rgb background) {
-  const double luminance = 0.299 * background.r + 0.587 * background.g + 0.114 * background.b;
-  return luminance > 140 ? "#111" : "#fff";
-}
-
 std::string scheme_colour(size_t index) {
   // Tableau 10, its yellow darkened to stay visible as a thin line on white.
   static const std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",

@@ -42,8 +42,6 @@ std::string hex(Rgb colour);  // "#rrggbb"
 Rgb viridis(double t);
 // A diverging scale: t in [-1, 1], blue (negative) -> near-white (0) -> red (positive).
 Rgb diverging(double t);
-// Text colour readable on top of `background` (black or white).
-std::string text_on(Rgb background);
 // The colour of the index-th scheme: the same scheme has the same colour in every chart.
 std::string scheme_colour(size_t index);
 

@@ -1,7 +1,6 @@
 #include "train/trainer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <optional>
 
@@ -12,8 +11,6 @@
 namespace copytask {
 namespace {
 
-std::atomic<bool> stop_flag{false};
-
 torch::Tensor upload(const std::vector<int64_t>& values, int64_t rows, int64_t columns, const torch::Device& device) {
   return torch::tensor(values, torch::kLong).view({rows, columns}).to(device);  // (N, T)
 }
@@ -23,9 +20,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
-
-void stop_request() { stop_flag = true; }
-bool stop_requested() { return stop_flag; }
 
 TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   TrainData data;
