@@ -157,9 +157,9 @@ TEST(LengthEvaluation, EverySchemeRunsAtALongerContextAndTheCausalMaskHolds) {
   for (int64_t m = 0; m < M; ++m) {
     const double early = test::max_abs_diff(fused[m].narrow(1, 0, 20), after[m].narrow(1, 0, 20));
     if (members[m].causal) {
-      EXPECT_EQ(early, 0.0) << members[m].scheme;
+      EXPECT_EQ(early, 0.0) << members[m].arm;
     } else {
-      EXPECT_GT(early, 0.0) << members[m].scheme << ": a bidirectional member sees later tokens";
+      EXPECT_GT(early, 0.0) << members[m].arm << ": a bidirectional member sees later tokens";
     }
   }
 }

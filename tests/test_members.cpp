@@ -50,10 +50,10 @@ TEST(Members, EachMemberOfABatchFollowsItsLoneRunsLossCurve) {
     for (size_t step = 0; step < lone.size(); ++step) {
       const double relative = std::abs(lone[step] - batched[m][step]) / std::max(1.0, std::abs(lone[step]));
       worst = std::max(worst, relative);
-      EXPECT_LT(relative, kRelativeTolerance) << batch[m].scheme << " step " << step + 1;
+      EXPECT_LT(relative, kRelativeTolerance) << batch[m].arm << " step " << step + 1;
     }
     // The loss really moved: the comparison is over a real training curve.
-    EXPECT_LT(lone.back(), lone.front() - 0.1) << batch[m].scheme;
+    EXPECT_LT(lone.back(), lone.front() - 0.1) << batch[m].arm;
   }
   std::printf("largest relative loss difference, batched vs lone, over 20 steps: %.2e\n", worst);
 

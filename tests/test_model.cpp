@@ -43,7 +43,7 @@ TEST(Causal, WithoutTheMaskEarlierOutputsDoChange) {
   Encoder model(test::small_shape(), every_scheme(false), torch::kCPU);
   auto [a, b] = logits_of_two_inputs(model, 3);
   for (int64_t m = 0; m < model->member_count(); ++m)
-    EXPECT_GT(test::max_abs_diff(a[m].narrow(1, 0, 4), b[m].narrow(1, 0, 4)), 1e-5) << model->members()[m].scheme;
+    EXPECT_GT(test::max_abs_diff(a[m].narrow(1, 0, 4), b[m].narrow(1, 0, 4)), 1e-5) << model->members()[m].arm;
 }
 
 TEST(Members, AMemberOutputDependsOnlyOnItsOwnParameters) {

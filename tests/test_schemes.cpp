@@ -70,8 +70,8 @@ void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
     for (int64_t m = 0; m < model->member_count(); ++m)
       for (const auto& item : model->scheme(m).named_parameters()) {
         const torch::Tensor& grad = item.value().grad();
-        ASSERT_TRUE(grad.defined()) << members[m].scheme << " " << item.key();
-        EXPECT_GT(grad.abs().max().item<double>(), 0.0) << members[m].scheme << " " << item.key();
+        ASSERT_TRUE(grad.defined()) << members[m].arm << " " << item.key();
+        EXPECT_GT(grad.abs().max().item<double>(), 0.0) << members[m].arm << " " << item.key();
         ++checked;
       }
   }

@@ -28,11 +28,11 @@ CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
 
 int bench_command_run(const BenchCommandOptions& options) {
   Config config;
-  std::vector<StudyScheme> schemes;
+  std::vector<StudyArm> schemes;
   c10::Device device(c10::kCPU);
   try {
     if (!config_options_resolve(options.config, config)) return kExitOk;
-    schemes = options.compare ? study_schemes_for_compare(config) : study_schemes_for_train(config);
+    schemes = options.compare ? study_arms_for_compare(config) : study_arms_for_train(config);
     device = device_resolve(config.train.device);
     study_check_memory(schemes, Shard{}, device);
   } catch (const ConfigError& error) {
@@ -41,14 +41,14 @@ int bench_command_run(const BenchCommandOptions& options) {
   }
   const int threads = threads_configure(config.train.threads);
   const auto batches = study_batches(study_members(schemes));
-  const Config& batch_config = batches.front().front().scheme->config;
+  const Config& batch_config = batches.front().front().arm->config;
   const std::vector<MemberSpec> members = study_batch_specs(batches.front());
   // The batch's schemes, once each: members come scheme by scheme.
   std::string names;
-  const StudyScheme* previous = nullptr;
+  const StudyArm* previous = nullptr;
   for (const auto& member : batches.front()) {
-    if (member.scheme != previous) names += (names.empty() ? "" : ", ") + member.scheme->name;
-    previous = member.scheme;
+    if (member.arm != previous) names += (names.empty() ? "" : ", ") + member.arm->name;
+    previous = member.arm;
   }
   spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);

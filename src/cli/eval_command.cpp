@@ -125,7 +125,7 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
 // "identical" when the member's numbers equal those its result.json recorded at the end of
 // training, else what training recorded.
 std::string training_check(const SavedStudy& study, const MemberScores& s) {
-  const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.scheme->name, s.member.seed));
+  const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.arm->name, s.member.seed));
   const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
   const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
                     recorded.test_token == now.test_token && recorded.train_token == now.train_token &&
@@ -153,8 +153,8 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
     RunRecord record = run_record_of(s.member.seed, s.train, s.test);
     if (!s.lengths.empty())
       record.length_generalization = length_generalization_json(s.lengths, study.base.task.max_len, study.base.task.context);
-    by_scheme[s.member.scheme->name].push_back(record);
-    nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.scheme->name}, {"seed", s.member.seed},
+    by_scheme[s.member.arm->name].push_back(record);
+    nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.arm->name}, {"seed", s.member.seed},
                             {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
                             {"train_exact", s.train.exact}, {"train_token", s.train.token}, {"train_loss", s.train.loss},
                             {"test_exact_by_length", by_length_json(s.test.exact_by_length)}};

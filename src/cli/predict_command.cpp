@@ -38,7 +38,7 @@ const char* shade(double weight) {
 // The member, the input, target and output (wrong tokens marked ^) and the verdict.
 void prediction_print(const StudyMember& member, const std::vector<int64_t>& input, const std::vector<int64_t>& target,
                       const std::vector<int64_t>& output, size_t content_length) {
-  const Config& config = member.scheme->config;
+  const Config& config = member.arm->config;
   const int64_t V = config.task.vocab_size, T = static_cast<int64_t>(input.size());
   const long long k = static_cast<long long>(content_length);
   const bool right = output == target;
@@ -124,7 +124,7 @@ int predict_command_run(const PredictCommandOptions& options) {
     try {
       // Longer than the trained lengths is allowed: the copy then gets a context of its own,
       // as eval.max_len evaluates it (checked against the member's positions below).
-      content = probe_tokens(options.input, member.scheme->config.task, 2 * kEvalMaxLenLimit + 1);
+      content = probe_tokens(options.input, member.arm->config.task, 2 * kEvalMaxLenLimit + 1);
     } catch (const std::invalid_argument& error) {
       throw ConfigError("input \"" + options.input + "\": " + error.what());
     }
@@ -132,7 +132,7 @@ int predict_command_run(const PredictCommandOptions& options) {
     std::fprintf(stderr, "copytask predict: %s\n", error.what());
     return kExitBadInput;
   }
-  const Config& config = member.scheme->config;
+  const Config& config = member.arm->config;
   const int64_t k = static_cast<int64_t>(content.size());
   // A trained length keeps the training context (as in training); a longer one the context
   // of the length-generalization sets, long enough for the whole copy.

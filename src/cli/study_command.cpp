@@ -92,11 +92,11 @@ void print_config_table(const Config& config) {
 
 int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line) {
   Config config;
-  std::vector<StudyScheme> schemes;
+  std::vector<StudyArm> schemes;
   StudyOptions study;
   try {
     if (!config_options_resolve(options.config, config)) return kExitOk;
-    schemes = command == "compare" ? study_schemes_for_compare(config) : study_schemes_for_train(config);
+    schemes = command == "compare" ? study_arms_for_compare(config) : study_arms_for_train(config);
     study.device = device_resolve(config.train.device);
     std::string name = command == "compare"
                            ? (options.config.config_file.empty() ? "defaults"

@@ -29,7 +29,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
     report_html_write(study_dir, (dir / "report.html").string());
     return nlohmann::json::parse(file_read((dir / "results.json").string()));
   }
-  const std::vector<StudyScheme> schemes = study_schemes_from_manifest(manifest);
+  const std::vector<StudyArm> schemes = study_arms_from_manifest(manifest);
   const Config base = config_from_json(manifest.at("config"));
 
   nlohmann::json results = {{"schemes", nlohmann::json::object()}, {"scheme_order", nlohmann::json::array()}};

@@ -6,13 +6,13 @@
 
 namespace copytask {
 
-void study_check_memory(const std::vector<StudyScheme>& schemes, const Shard& shard, const c10::Device& device) {
+void study_check_memory(const std::vector<StudyArm>& schemes, const Shard& shard, const c10::Device& device) {
   const auto batches = study_batches(shard_members(study_members(schemes), shard));
   if (batches.empty()) return;
   MemoryEstimate largest;
   int64_t largest_members = 0;
   for (const auto& batch : batches) {
-    const MemoryEstimate e = memory_estimate(batch.front().scheme->config, static_cast<int64_t>(batch.size()), device);
+    const MemoryEstimate e = memory_estimate(batch.front().arm->config, static_cast<int64_t>(batch.size()), device);
     if (e.training_bytes > largest.training_bytes) {
       largest = e;
       largest_members = static_cast<int64_t>(batch.size());

@@ -23,7 +23,7 @@ SavedStudy saved_study_open(const std::string& dir) {
   }
   SavedStudy study;
   study.dir = dir;
-  study.schemes = study_schemes_from_manifest(manifest);
+  study.schemes = study_arms_from_manifest(manifest);
   try {
     study.base = config_from_json(manifest.at("config"));
   } catch (const nlohmann::json::exception& error) {
@@ -35,7 +35,7 @@ SavedStudy saved_study_open(const std::string& dir) {
 std::vector<StudyMember> saved_members(const SavedStudy& study) {
   std::vector<StudyMember> complete;
   for (const auto& member : study_members(study.schemes))
-    if (member_complete(study.dir, member.scheme->name, member.seed)) complete.push_back(member);
+    if (member_complete(study.dir, member.arm->name, member.seed)) complete.push_back(member);
   return complete;
 }
 
@@ -44,8 +44,8 @@ StudyMember saved_member_find(const SavedStudy& study, const std::string& name) 
   std::string names;
   for (const auto& member : members) {
     const std::string full = member.name();
-    const std::string short_name = member.scheme->name + "/" + std::to_string(member.seed);
-    if (name == full || name == short_name || name == member.scheme->name) return member;
+    const std::string short_name = member.arm->name + "/" + std::to_string(member.seed);
+    if (name == full || name == short_name || name == member.arm->name) return member;
     names += (names.empty() ? "" : ", ") + full;
   }
   if (members.empty()) throw ConfigError(name + ": " + study.dir + " has no complete member yet; train the study first");
@@ -54,10 +54,10 @@ StudyMember saved_member_find(const SavedStudy& study, const std::string& name) 
 
 Encoder saved_batch_load(const SavedStudy& study, const std::vector<StudyMember>& batch, const torch::Device& device) {
   // Built on the device (its fixed tables live there too); the saved values replace the init.
-  Encoder model(encoder_shape_of(batch.front().scheme->config), study_batch_specs(batch), device);
+  Encoder model(encoder_shape_of(batch.front().arm->config), study_batch_specs(batch), device);
   for (size_t m = 0; m < batch.size(); ++m)
     checkpoint_load(model, static_cast<int64_t>(m),
-                    (fs::path(member_dir(study.dir, batch[m].scheme->name, batch[m].seed)) / "model.pt").string());
+                    (fs::path(member_dir(study.dir, batch[m].arm->name, batch[m].seed)) / "model.pt").string());
   return model;
 }
 

@@ -14,7 +14,7 @@ namespace copytask {
 struct SavedStudy {
   std::string dir;
   Config base;
-  std::vector<StudyScheme> schemes;  // every scheme of the study, complete or not
+  std::vector<StudyArm> schemes;  // every scheme of the study, complete or not
 };
 
 // Throws ConfigError naming the folder when it is not a study (no or bad study.json).

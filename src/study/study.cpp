@@ -50,15 +50,15 @@ nlohmann::json comparable(nlohmann::json config) {
 
 }  // namespace
 
-std::string StudyMember::name() const { return scheme->name + "/seed-" + std::to_string(seed); }
+std::string StudyMember::name() const { return arm->name + "/seed-" + std::to_string(seed); }
 
-std::vector<StudyScheme> study_schemes_for_train(const Config& config) {
+std::vector<StudyArm> study_arms_for_train(const Config& config) {
   nlohmann::json overrides = {{"model.positional", config.model.positional}, {"model.causal", config.model.causal}};
-  return {StudyScheme{scheme_name_of(config.model), config, overrides}};
+  return {StudyArm{scheme_name_of(config.model), config, overrides}};
 }
 
-std::vector<StudyScheme> study_schemes_for_compare(const Config& config) {
-  std::vector<StudyScheme> schemes;
+std::vector<StudyArm> study_arms_for_compare(const Config& config) {
+  std::vector<StudyArm> schemes;
   const std::vector<nlohmann::json> points = grid_combinations(config.compare.grid);
   for (const auto& spec : config.compare.schemes) {
     for (const auto& point : points) {
@@ -71,7 +71,7 @@ std::vector<StudyScheme> study_schemes_for_compare(const Config& config) {
   return schemes;
 }
 
-std::vector<StudyMember> study_members(const std::vector<StudyScheme>& schemes) {
+std::vector<StudyMember> study_members(const std::vector<StudyArm>& schemes) {
   std::vector<StudyMember> members;
   for (const auto& scheme : schemes)
     for (int64_t seed : scheme.config.train.seeds)
@@ -90,7 +90,7 @@ std::vector<std::vector<StudyMember>> study_batches(const std::vector<StudyMembe
   std::vector<std::string> keys;
   std::map<std::string, std::vector<StudyMember>> by_key;
   for (const auto& member : members) {
-    const std::string key = batch_key(member.scheme->config);
+    const std::string key = batch_key(member.arm->config);
     if (!by_key.count(key)) keys.push_back(key);
     by_key[key].push_back(member);
   }
@@ -102,20 +102,20 @@ std::vector<std::vector<StudyMember>> study_batches(const std::vector<StudyMembe
 std::vector<MemberSpec> study_batch_specs(const std::vector<StudyMember>& batch) {
   std::vector<MemberSpec> specs;
   for (const auto& member : batch)
-    specs.push_back(MemberSpec{member.scheme->name, member.seed, member.scheme->config.model.positional,
-                               member.scheme->config.model.causal, member.scheme->config.model.positional_options});
+    specs.push_back(MemberSpec{member.arm->name, member.seed, member.arm->config.model.positional,
+                               member.arm->config.model.causal, member.arm->config.model.positional_options});
   return specs;
 }
 
-nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyScheme>& schemes) {
+nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyArm>& schemes) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& scheme : schemes)
     list.push_back({{"name", scheme.name}, {"overrides", scheme.overrides}, {"config", config_to_json(scheme.config)}});
   return {{"command", command}, {"config", config_to_json(base)}, {"schemes", list}};
 }
 
-std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manifest) {
-  std::vector<StudyScheme> schemes;
+std::vector<StudyArm> study_arms_from_manifest(const nlohmann::json& manifest) {
+  std::vector<StudyArm> schemes;
   try {
     for (const auto& entry : manifest.at("schemes")) {
       Config config = config_from_json(entry.at("config"));
@@ -202,7 +202,7 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
                       "); choose a path on a writable disk");
 }
 
-nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options) {
+nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options) {
   const fs::path out(options.out_dir);
   fs::create_directories(out / "members");
   // Every shard writes the same content; the rename makes concurrent writes harmless.
@@ -213,7 +213,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
   const std::vector<StudyMember> mine = shard_members(study_members(schemes), options.shard);
   std::vector<StudyMember> to_train;
   for (const auto& member : mine)
-    if (!member_complete(options.out_dir, member.scheme->name, member.seed)) to_train.push_back(member);
+    if (!member_complete(options.out_dir, member.arm->name, member.seed)) to_train.push_back(member);
   record.start(static_cast<int64_t>(mine.size() - to_train.size()));
   if (to_train.size() < mine.size())
     spdlog::info("{} of {} member(s) already complete in {}: skipped", mine.size() - to_train.size(), mine.size(),
@@ -223,7 +223,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& sch
       const StudyInputs inputs = study_inputs_prepare(base, options.device);
       const auto batches = study_batches(to_train);
       for (size_t b = 0; b < batches.size(); ++b) {
-        const BatchPosition position{b, batches.size(), batches[b].front().scheme->config.train.steps};
+        const BatchPosition position{b, batches.size(), batches[b].front().arm->config.train.steps};
         record.batch_trained(study_batch_train(batches[b], position, inputs, options.out_dir, options));
         // The study's files follow every batch (but the last: collected once the run is
         // recorded as finished), so a later failure keeps what finished.

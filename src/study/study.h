@@ -20,16 +20,20 @@
 
 namespace copytask {
 
-struct StudyScheme {
+// An arm of a study: one entry of compare.schemes at one grid point (or train's one
+// scheme), with its resolved config. Its name (e.g. "alibi+causal", "rope@model.heads=2")
+// is what the files call a "scheme"; the positional method it uses is
+// config.model.positional. (In the code, "scheme" is the positional method only.)
+struct StudyArm {
   std::string name;
   Config config;  // validated
   nlohmann::json overrides = nlohmann::json::object();  // what makes it from the base config
 };
 
-// One model to train: a scheme and one of its seeds; `index` is its place in the study's
-// fixed order (scheme by scheme, seed by seed), which decides its shard.
+// One model to train: an arm and one of its seeds; `index` is its place in the study's
+// fixed order (arm by arm, seed by seed), which decides its shard.
 struct StudyMember {
-  const StudyScheme* scheme = nullptr;
+  const StudyArm* arm = nullptr;
   int64_t seed = 0;
   int64_t index = 0;
   std::string name() const;  // "rope/seed-0"
@@ -53,13 +57,13 @@ struct StudyOptions {
 };
 
 // `train`: the base config's own scheme (named e.g. "rope" or "alibi+causal").
-std::vector<StudyScheme> study_schemes_for_train(const Config& config);
+std::vector<StudyArm> study_arms_for_train(const Config& config);
 // `compare`: every compare.schemes entry applied to the base, crossed with compare.grid
 // (names like "alibi@model.heads=2"); throws ConfigError naming the scheme and grid point.
-std::vector<StudyScheme> study_schemes_for_compare(const Config& config);
+std::vector<StudyArm> study_arms_for_compare(const Config& config);
 
 // Every member of the study, scheme by scheme, seed by seed.
-std::vector<StudyMember> study_members(const std::vector<StudyScheme>& schemes);
+std::vector<StudyMember> study_members(const std::vector<StudyArm>& schemes);
 // The members of one shard.
 std::vector<StudyMember> shard_members(const std::vector<StudyMember>& members, const Shard& shard);
 
@@ -71,9 +75,9 @@ std::vector<MemberSpec> study_batch_specs(const std::vector<StudyMember>& batch)
 
 // study.json: what the folder's study is (command, base config, every scheme's config), so
 // collect, eval and predict can read it without the command line that made it.
-nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyScheme>& schemes);
+nlohmann::json study_manifest(const std::string& command, const Config& base, const std::vector<StudyArm>& schemes);
 // The schemes of a study folder's study.json; throws ConfigError when it is missing or bad.
-std::vector<StudyScheme> study_schemes_from_manifest(const nlohmann::json& manifest);
+std::vector<StudyArm> study_arms_from_manifest(const nlohmann::json& manifest);
 
 // Checks `out_dir` before any work: a new folder (creatable and writable), or one that
 // holds the same study (then the run resumes it). Throws ConfigError otherwise, naming the
@@ -84,12 +88,12 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
 // and of its largest batch (train/memory_estimate.h) against the host's available memory
 // (and a GPU's free memory). Throws ConfigError with the estimate, the machine's memory and
 // what to change when it does not fit.
-void study_check_memory(const std::vector<StudyScheme>& schemes, const Shard& shard, const c10::Device& device);
+void study_check_memory(const std::vector<StudyArm>& schemes, const Shard& shard, const c10::Device& device);
 
 // Runs the members of this shard that are not complete yet, then collects the study's
 // files and returns results.json's content. Writes run.json (or shards/<i>-of-<n>.json)
 // with status "interrupted" or "failed" before rethrowing when it stops early; the members
 // that finished are kept.
-nlohmann::json study_run(const Config& base, const std::vector<StudyScheme>& schemes, const StudyOptions& options);
+nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options);
 
 }  // namespace copytask

@@ -43,7 +43,7 @@ nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, c
 // One metrics.jsonl line: a member's numbers at one evaluation.
 nlohmann::json metrics_line(const Evaluation& evaluation, int64_t m, const MemberSpec& spec) {
   nlohmann::json line = {{"step", evaluation.step},
-                         {"scheme", spec.scheme},
+                         {"scheme", spec.arm},
                          {"seed", spec.seed},
                          {"seconds", evaluation.seconds},
                          {"train_loss", evaluation.train[m].loss},
@@ -63,9 +63,9 @@ std::vector<std::pair<std::string, double>> test_exact_by_scheme(const Evaluatio
   std::vector<std::pair<std::string, double>> means;
   std::map<std::string, int> counts;
   for (size_t m = 0; m < specs.size(); ++m) {
-    if (means.empty() || means.back().first != specs[m].scheme) means.emplace_back(specs[m].scheme, 0.0);
+    if (means.empty() || means.back().first != specs[m].arm) means.emplace_back(specs[m].arm, 0.0);
     means.back().second += evaluation.test[m].exact;
-    counts[specs[m].scheme] += 1;
+    counts[specs[m].arm] += 1;
   }
   for (auto& [name, sum] : means) sum /= counts[name];
   return means;
@@ -94,8 +94,8 @@ class LearnedPath {
 void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, const StudyMember& member,
                           const TrainOutcome& outcome, const nlohmann::json& attention,
                           const nlohmann::json& positional, const StudyOptions& options) {
-  const StudyScheme& scheme = *member.scheme;
-  const Config& config = scheme.config;
+  const StudyArm& arm = *member.arm;
+  const Config& config = arm.config;
   checkpoint_save(model, m, 1, (fs::path(dir) / "model.pt").string());
   json_write_atomic((fs::path(dir) / "attention.json").string(), attention);
   json_write_atomic((fs::path(dir) / "positional.json").string(), positional);
@@ -107,10 +107,10 @@ void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, con
     run.length_generalization = length_generalization_json(outcome.final.lengths[m], config.task.max_len, config.task.context);
   nlohmann::json result = run_record_json(run);
   result["training_step"] = outcome.training_step;
-  result["scheme"] = scheme.name;
+  result["scheme"] = arm.name;  // the file contract calls an arm a scheme
   result["positional"] = config.model.positional;
   result["causal"] = config.model.causal;
-  result["overrides"] = scheme.overrides;
+  result["overrides"] = arm.overrides;
   result["model"] = config_to_json(config)["model"];  // what a reader needs to rebuild it
   result["device"] = options.device.str();
   result["threads"] = options.threads;
@@ -148,12 +148,12 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
 
 BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const BatchPosition& position,
                               const StudyInputs& inputs, const std::string& study_dir, const StudyOptions& options) {
-  const Config& config = batch.front().scheme->config;
+  const Config& config = batch.front().arm->config;
   const std::vector<MemberSpec> specs = study_batch_specs(batch);
   const int64_t M = static_cast<int64_t>(specs.size());
   std::string names;
   for (size_t m = 0; m < specs.size(); ++m)
-    if (m == 0 || specs[m].scheme != specs[m - 1].scheme) names += (names.empty() ? "" : ", ") + specs[m].scheme;
+    if (m == 0 || specs[m].arm != specs[m - 1].arm) names += (names.empty() ? "" : ", ") + specs[m].arm;
   spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", position.index + 1, position.count, M, names,
                config.train.steps,
                config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
@@ -161,7 +161,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
   // A member that was not complete may have left files from an interrupted run.
   std::vector<std::string> dirs;
   for (const auto& member : batch) {
-    dirs.push_back(member_dir(study_dir, member.scheme->name, member.seed));
+    dirs.push_back(member_dir(study_dir, member.arm->name, member.seed));
     fs::remove_all(dirs.back());
     fs::create_directories(dirs.back());
   }
