@@ -10,36 +10,17 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$source_dir"
 
-cat > "$work/tiny.json" <<'JSON'
-{"task": {"examples": 400}, "model": {"embed": 8, "hidden": 16},
- "train": {"steps": 30, "batch_size": 32, "eval_every": 10, "lr": 0.003, "seeds": [0, 1], "device": "cpu"},
- "compare": {"schemes": [{"name": "sin", "model.positional": "sinusoidal"},
-                         {"name": "rope", "model.positional": "rope"},
-                         {"name": "alibi+causal", "model.positional": "alibi", "model.causal": true}]}}
-JSON
-
+tiny=tests/scripts/tiny_study.json  # 3 schemes x 2 seeds, a few seconds
 check_study() {  # folder, what ran it
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import json, os, sys
-folder, what = sys.argv[1], sys.argv[2]
-results = json.load(open(os.path.join(folder, "results.json")))
-assert results["complete"] == {"runs": 6, "expected": 6, "missing": []}, (what, results["complete"])
-shards = sorted(os.listdir(os.path.join(folder, "shards")))
-assert shards == ["1-of-3.json", "2-of-3.json", "3-of-3.json"], (what, shards)
-for name in shards:
-    record = json.load(open(os.path.join(folder, "shards", name)))
-    assert record["status"] == "ok" and len(record["members_trained"]) == 2, (what, name, record)
-assert os.path.getsize(os.path.join(folder, "report.html")) > 10000, what
-print("%s: 3 shards, 6 of 6 members, report written" % what)
-PY
+  /usr/bin/python3 tests/scripts/check_sharded_study.py "$1" "$2"
 }
 
 # GNU parallel, 2 shards at a time on this machine.
-scripts/parallel_study.sh "$work/tiny.json" "$work/parallel" 3 2 > "$work/parallel.log" 2>&1 || { cat "$work/parallel.log"; exit 1; }
+scripts/parallel_study.sh "$tiny" "$work/parallel" 3 2 > "$work/parallel.log" 2>&1 || { cat "$work/parallel.log"; exit 1; }
 grep -q "6 of 6 members complete" "$work/parallel.log" || { cat "$work/parallel.log"; exit 1; }
 check_study "$work/parallel" "parallel_study.sh"
 # Rerunning the same line trains nothing.
-scripts/parallel_study.sh "$work/tiny.json" "$work/parallel" 3 2 > "$work/again.log" 2>&1
+scripts/parallel_study.sh "$tiny" "$work/parallel" 3 2 > "$work/again.log" 2>&1
 [ "$(grep -c "already complete" "$work/again.log")" -eq 3 ] || { cat "$work/again.log"; exit 1; }
 
 # Slurm, with a stand-in sbatch: --array=1-N runs the script once per task id; --wrap
@@ -66,7 +47,7 @@ echo 1
 SH
 chmod +x "$work/bin/sbatch"
 export SBATCH_LOG="$work/slurm"
-PATH="$work/bin:$PATH" scripts/slurm_study.sh "$work/tiny.json" "$work/slurm-study" 3 > "$work/submit.log" 2>&1 \
+PATH="$work/bin:$PATH" scripts/slurm_study.sh "$tiny" "$work/slurm-study" 3 > "$work/submit.log" 2>&1 \
   || { cat "$work/submit.log"; exit 1; }
 grep -q "submitted: array 1 (3 shards" "$work/submit.log" || { cat "$work/submit.log"; exit 1; }
 check_study "$work/slurm-study" "slurm_study.sh"
