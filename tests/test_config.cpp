@@ -134,6 +134,9 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
   expect_rejected({"train.batch_size=20000"}, {"train.batch_size = 20000", "1..9000"});
   expect_rejected({"train.lr=-1"}, {"train.lr"});
   expect_rejected({"train.steps=0"}, {"train.steps"});
+  expect_rejected({"train.steps=100", "train.warmup_steps=100"}, {"train.warmup_steps = 100", "1..99"});
+  expect_rejected({"train.warmup_steps=-1"}, {"train.warmup_steps"});
+  expect_rejected({"train.lr_schedule=linear"}, {"train.lr_schedule", "constant or cosine"});
   expect_rejected({"train.seeds=[]"}, {"train.seeds", "at least one seed"});
   expect_rejected({"train.seeds=[1,1]"}, {"train.seeds", "distinct"});
   expect_rejected({"train.device=tpu"}, {"train.device", "auto, cpu or cuda"});
@@ -356,6 +359,30 @@ TEST(Config, TheDocsKeyTableIsCopytaskKeys) {
 
 // The field table covers every key the JSON holds, once, each with a meaning, and each
 // field reads back what it writes: a changed value of every field survives the round trip.
+// Each key's own range is the field table's: the defaults (as a config file resolves them)
+// are inside every range, and a value outside is refused with the table's own rule.
+TEST(Config, EachKeysOwnRangeComesFromTheFieldTable) {
+  const Config defaults = config_from_json(nlohmann::json::object());
+  int checked = 0;
+  for (const auto& field : config_fields()) {
+    if (!field.allowed) continue;
+    ++checked;
+    EXPECT_FALSE(field.rule.empty()) << field.key;
+    EXPECT_TRUE(field.allowed(field.get(defaults))) << field.key << " default outside its own range";
+  }
+  EXPECT_GE(checked, 25) << "most keys have a range of their own";
+  const ConfigField* embed = config_field("model.embed");
+  ASSERT_NE(embed, nullptr);
+  Config wide = defaults;
+  wide.model.embed = 5000;
+  try {
+    config_fields_check(wide);
+    ADD_FAILURE() << "model.embed = 5000 passed";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "model.embed = 5000: " + embed->rule);
+  }
+}
+
 TEST(Config, TheFieldTableReadsAndWritesEveryKey) {
   const nlohmann::json defaults = config_to_json(Config{});
   std::set<std::string> json_keys, field_keys;

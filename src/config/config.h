@@ -71,7 +71,9 @@ struct ModelConfig {
 struct TrainConfig {
   int64_t steps = 2000;
   int64_t batch_size = 0;   // 0 = full batch (the reference protocol)
-  double lr = 3e-4;         // Adam
+  double lr = 3e-4;         // Adam (the peak when a schedule is set)
+  int64_t warmup_steps = 0; // steps of linear warm-up to lr (train/lr_schedule.h)
+  std::string lr_schedule = "constant";  // after the warm-up: constant | cosine (decay towards 0)
   int64_t eval_every = 100; // steps between evaluations (and always at the last step)
   std::vector<int64_t> seeds = {0, 1, 2, 3, 4};
   std::string device = "auto";  // auto | cpu | cuda

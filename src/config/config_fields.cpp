@@ -1,5 +1,9 @@
 #include "config/config_fields.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "config/compare_json.h"
 
 namespace copytask {
@@ -7,14 +11,38 @@ namespace {
 
 using nlohmann::json;
 
+// A key's own range: what is allowed, in words, and the test of a value.
+struct Range {
+  std::string rule;
+  std::function<bool(const json&)> allowed;
+};
+
+constexpr int64_t kNoLimit = std::numeric_limits<int64_t>::max();
+
+Range ints(int64_t low, int64_t high, std::string rule) {
+  return {std::move(rule), [low, high](const json& v) { return v.get<int64_t>() >= low && v.get<int64_t>() <= high; }};
+}
+
+Range reals(std::function<bool(double)> test, std::string rule) {
+  return {std::move(rule), [test](const json& v) { return std::isfinite(v.get<double>()) && test(v.get<double>()); }};
+}
+
+Range choice(std::vector<std::string> values, std::string rule) {
+  return {std::move(rule), [values](const json& v) {
+            return std::find(values.begin(), values.end(), v.get<std::string>()) != values.end();
+          }};
+}
+
 // A field that is a member of one of Config's sections: config.*section.*member.
 template <typename Section, typename Value>
 ConfigField field(std::string key, Section Config::*section, Value Section::*member, KeyScope scope,
-                  std::string meaning) {
+                  std::string meaning, Range range = {}) {
   ConfigField f;
   f.key = std::move(key);
   f.scope = scope;
   f.meaning = std::move(meaning);
+  f.rule = std::move(range.rule);
+  f.allowed = std::move(range.allowed);
   f.get = [section, member](const Config& c) { return json((c.*section).*member); };
   f.set = [section, member](Config& c, const json& value) { (c.*section).*member = value.get<Value>(); };
   return f;
@@ -22,12 +50,14 @@ ConfigField field(std::string key, Section Config::*section, Value Section::*mem
 
 // A positional option: config.model.positional_options.*member.
 template <typename Value>
-ConfigField option(std::string key, Value PositionalOptions::*member, std::string meaning) {
+ConfigField option(std::string key, Value PositionalOptions::*member, std::string meaning, Range range = {}) {
   ConfigField f;
   f.key = std::move(key);
   f.scope = KeyScope::scheme;
   f.positional_option = true;
   f.meaning = std::move(meaning);
+  f.rule = std::move(range.rule);
+  f.allowed = std::move(range.allowed);
   f.get = [member](const Config& c) { return json(c.model.positional_options.*member); };
   f.set = [member](Config& c, const json& value) { c.model.positional_options.*member = value.get<Value>(); };
   return f;
@@ -37,75 +67,107 @@ std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
       field("task.vocab_size", &Config::task, &TaskConfig::vocab_size, S::study,
-            "0 = padding, 1..V-2 = content, V-1 = `<copy>`"),
-      field("task.context", &Config::task, &TaskConfig::context, S::study, "sequence length T (input and output)"),
-      field("task.min_len", &Config::task, &TaskConfig::min_len, S::study, "content tokens per example, at least"),
+            "0 = padding, 1..V-2 = content, V-1 = `<copy>`",
+            ints(3, 100000, "must be 3..100000 (padding, at least one content token, <copy>)")),
+      field("task.context", &Config::task, &TaskConfig::context, S::study, "sequence length T (input and output)",
+            ints(2, 4096, "must be 2..4096")),
+      field("task.min_len", &Config::task, &TaskConfig::min_len, S::study, "content tokens per example, at least",
+            ints(1, kNoLimit, "must be at least 1")),
       field("task.max_len", &Config::task, &TaskConfig::max_len, S::study, "content tokens per example, at most"),
       field("task.examples", &Config::task, &TaskConfig::examples, S::study,
             "unique examples, train + test (at most the number of distinct inputs)"),
       field("task.test_fraction", &Config::task, &TaskConfig::test_fraction, S::study,
-            "share held out; test inputs never occur in train"),
+            "share held out; test inputs never occur in train",
+            reals([](double x) { return x > 0 && x < 1; }, "must be strictly between 0 and 1")),
       field("task.seed", &Config::task, &TaskConfig::seed, S::study,
-            "the data's seed: the same data for every scheme and seed of a study"),
-      field("model.embed", &Config::model, &ModelConfig::embed, S::scheme, "D, the model width"),
-      field("model.heads", &Config::model, &ModelConfig::heads, S::scheme, "H, attention heads (divides D)"),
-      field("model.blocks", &Config::model, &ModelConfig::blocks, S::scheme, "pre-LN transformer blocks"),
-      field("model.hidden", &Config::model, &ModelConfig::hidden, S::scheme, "F, the feed-forward hidden width"),
+            "the data's seed: the same data for every scheme and seed of a study",
+            ints(0, kNoLimit, "must be >= 0")),
+      field("model.embed", &Config::model, &ModelConfig::embed, S::scheme, "D, the model width",
+            ints(1, 4096, "must be 1..4096")),
+      field("model.heads", &Config::model, &ModelConfig::heads, S::scheme, "H, attention heads (divides D)",
+            ints(1, 256, "must be 1..256")),
+      field("model.blocks", &Config::model, &ModelConfig::blocks, S::scheme, "pre-LN transformer blocks",
+            ints(1, 64, "must be 1..64")),
+      field("model.hidden", &Config::model, &ModelConfig::hidden, S::scheme, "F, the feed-forward hidden width",
+            ints(1, 65536, "must be 1..65536")),
       field("model.dropout", &Config::model, &ModelConfig::dropout, S::scheme,
-            "on the attention weights, after the attention projection, inside and after the FF"),
+            "on the attention weights, after the attention projection, inside and after the FF",
+            reals([](double x) { return x >= 0 && x < 1; }, "must be in [0, 1)")),
       field("model.positional", &Config::model, &ModelConfig::positional, S::scheme,
             "`none`, `sinusoidal`, `learned`, `rope`, `alibi`, `t5`, `dynamic`, `kerple`, `fire` (DESIGN.md section 2)"),
       field("model.causal", &Config::model, &ModelConfig::causal, S::scheme,
             "causal attention mask (position i sees j <= i), valid with every scheme"),
-      option("model.rope_base", &PositionalOptions::rope_base, "rope: theta = p * base^(-2i / R)"),
+      option("model.rope_base", &PositionalOptions::rope_base, "rope: theta = p * base^(-2i / R)",
+            reals([](double x) { return x > 1 && x <= 1e12; }, "must be a number above 1 (10000 in the RoPE paper)")),
       option("model.rope_fraction", &PositionalOptions::rope_fraction,
-             "rope: the share of each head's dimensions that turn (R = 2 floor(fraction Dh / 2); partial rotary)"),
+             "rope: the share of each head's dimensions that turn (R = 2 floor(fraction Dh / 2); partial rotary)",
+            reals([](double x) { return x > 0 && x <= 1; }, "must be in (0, 1]: the share of each head's dimensions that rotate")),
       option("model.alibi_slopes", &PositionalOptions::alibi_slopes,
              "alibi: one slope per head; [] = the paper's rule (2^-8 for one head)"),
       option("model.alibi_right_slopes", &PositionalOptions::alibi_right_slopes,
              "alibi, two-sided: the slopes towards later keys; [] = the same as the left"),
       option("model.alibi_direction", &PositionalOptions::alibi_direction,
              "alibi: `symmetric` -s\\|d\\|, `offset` -s(\\|d\\| - 0.5 [d > 0]) (Ruoss et al.), `two-sided` -s d left, "
-             "-r (-d) right"),
+             "-r (-d) right",
+            choice({"symmetric", "offset", "two-sided"}, "must be symmetric, offset or two-sided")),
       option("model.alibi_learned", &PositionalOptions::alibi_learned,
              "alibi: learn the slopes (as logs, so they stay positive), starting from the above"),
       option("model.t5_buckets", &PositionalOptions::t5_buckets,
-             "t5: buckets, half per direction (exact below a quarter of them, logarithmic up to the max distance)"),
+             "t5: buckets, half per direction (exact below a quarter of them, logarithmic up to the max distance)",
+            Range{"must be an even number 4..1024 (half of them for each direction)",
+                   [](const json& v) { return v.get<int64_t>() >= 4 && v.get<int64_t>() <= 1024 && v.get<int64_t>() % 2 == 0; }}),
       option("model.t5_max_distance", &PositionalOptions::t5_max_distance,
              "t5: distances beyond share the last bucket"),
-      option("model.bias_mlp_hidden", &PositionalOptions::bias_mlp_hidden, "dynamic, fire: hidden width of the bias MLP"),
-      option("model.dynamic_depth", &PositionalOptions::dynamic_depth, "dynamic: hidden layers of the bias MLP"),
+      option("model.bias_mlp_hidden", &PositionalOptions::bias_mlp_hidden, "dynamic, fire: hidden width of the bias MLP",
+            ints(1, 1024, "must be 1..1024")),
+      option("model.dynamic_depth", &PositionalOptions::dynamic_depth, "dynamic: hidden layers of the bias MLP",
+            ints(1, 8, "must be 1..8")),
       option("model.dynamic_log_distance", &PositionalOptions::dynamic_log_distance,
              "dynamic: input sign(d) log(1 + \\|d\\|) instead of d"),
       option("model.fire_threshold", &PositionalOptions::fire_threshold,
-             "fire: the starting threshold L in positions; 0 = `task.context` (resolved when the config is read)"),
+             "fire: the starting threshold L in positions; 0 = `task.context` (resolved when the config is read)",
+            reals([](double x) { return x >= 1 && x <= 1e6; }, "must be 1..1000000 positions, or 0 for task.context")),
       option("model.learned_positions", &PositionalOptions::learned_positions,
              "learned: rows of the table; 0 = `task.context`, or `model.random_positions` when that is larger. "
              "More rows let length generalization reach longer contexts; rows training never reaches keep their "
-             "N(0, 1) start"),
+             "N(0, 1) start",
+             ints(0, 8192, "must be 1..8192 rows, or 0 for task.context (or model.random_positions)")),
       option("model.random_positions", &PositionalOptions::random_positions,
              "randomized positions (Ruoss et al. 2023): 0 = off, else L; each example's positions are a sorted random "
              "subset of 0..L-1 instead of 0..T-1, in training and in evaluation. L must cover `task.context` and the "
              "longest evaluated context; any scheme but `none`"),
-      field("train.steps", &Config::train, &TrainConfig::steps, S::scheme, "Adam steps"),
+      field("train.steps", &Config::train, &TrainConfig::steps, S::scheme, "Adam steps",
+            ints(1, 100'000'000, "must be 1..100000000")),
       field("train.batch_size", &Config::train, &TrainConfig::batch_size, S::scheme,
             "0 = full batch, else seeded minibatches (each seed its own shuffled epochs)"),
-      field("train.lr", &Config::train, &TrainConfig::lr, S::scheme, "Adam learning rate"),
+      field("train.lr", &Config::train, &TrainConfig::lr, S::scheme,
+            "Adam learning rate (the peak when `train.warmup_steps` or `train.lr_schedule` is set)",
+            reals([](double x) { return x > 0 && x < 10; }, "must be a positive number below 10")),
+      field("train.warmup_steps", &Config::train, &TrainConfig::warmup_steps, S::scheme,
+            "steps of linear warm-up: step s <= W trains at `train.lr` x s / W; 0 = none"),
+      field("train.lr_schedule", &Config::train, &TrainConfig::lr_schedule, S::scheme,
+            "after the warm-up: `constant`, or `cosine` (half a cosine from `train.lr` towards 0 at the last step)",
+            choice({"constant", "cosine"}, "must be constant or cosine")),
       field("train.eval_every", &Config::train, &TrainConfig::eval_every, S::scheme,
-            "steps between evaluations (and always at the last step)"),
+            "steps between evaluations (and always at the last step)",
+            ints(1, kNoLimit, "must be >= 1")),
       field("train.seeds", &Config::train, &TrainConfig::seeds, S::scheme,
             "one trained model per seed (a scheme may list its own; never a grid axis)"),
       field("train.device", &Config::train, &TrainConfig::device, S::machine,
-            "`auto` (CUDA when there is one), `cpu`, `cuda`"),
-      field("train.threads", &Config::train, &TrainConfig::threads, S::machine, "CPU threads, 0 = one per core"),
+            "`auto` (CUDA when there is one), `cpu`, `cuda`",
+            choice({"auto", "cpu", "cuda"}, "must be auto, cpu or cuda")),
+      field("train.threads", &Config::train, &TrainConfig::threads, S::machine, "CPU threads, 0 = one per core",
+            ints(0, 1024, "must be 0 (one per core) or a thread count")),
       field("eval.max_len", &Config::eval, &EvalConfig::max_len, S::study,
             "length generalization: evaluate every member at every content length `task.min_len`..`eval.max_len` "
             "(at least `task.max_len`, at most 256), at every evaluation and at the end; 0 = off"),
       field("eval.per_length", &Config::eval, &EvalConfig::per_length, S::study,
-            "examples per length: distinct inputs never in the training split, or all of them where fewer exist"),
+            "examples per length: distinct inputs never in the training split, or all of them where fewer exist",
+            ints(1, 100000, "must be 1..100000 examples per length")),
       field("eval.seed", &Config::eval, &EvalConfig::seed, S::study,
             "the seed of those examples (each length its own stream: a longer `eval.max_len` keeps the shorter "
-            "lengths' examples)"),
+            "lengths' examples)",
+            ints(0, kNoLimit, "must be >= 0")),
       field("report.probes", &Config::report, &ReportConfig::probes, S::study,
             "inputs whose outputs and attention maps are saved (content tokens)"),
   };
@@ -151,11 +213,32 @@ const ConfigField* config_field(const std::string& key) {
   return nullptr;
 }
 
+std::string config_value_text(const json& value) {
+  if (value.is_string()) return "\"" + value.get<std::string>() + "\"";
+  if (!value.is_number_float()) return value.dump();
+  std::string text = std::to_string(value.get<double>());
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
+}
+
+void config_fields_check(const Config& config) {
+  for (const auto& f : config_fields()) {
+    if (!f.allowed) continue;
+    const json value = f.get(config);
+    if (!f.allowed(value)) throw ConfigError(f.key + " = " + config_value_text(value) + ": " + f.rule);
+  }
+}
+
 std::string config_keys_markdown() {
   const Config defaults;
-  std::string out = "| key | default | meaning |\n|---|---|---|\n";
-  for (const auto& f : config_fields())
-    out += "| `" + f.key + "` | " + default_text(f.get(defaults)) + " | " + f.meaning + " |\n";
+  // "allowed" is each key's own range, the text its check prints; rules between keys
+  // (docs/configuration.md, below the table) are config_validate's.
+  std::string out = "| key | default | allowed | meaning |\n|---|---|---|---|\n";
+  for (const auto& f : config_fields()) {
+    const std::string allowed = f.rule.rfind("must be ", 0) == 0 ? f.rule.substr(8) : f.rule;
+    out += "| `" + f.key + "` | " + default_text(f.get(defaults)) + " | " + allowed + " | " + f.meaning + " |\n";
+  }
   return out;
 }
 

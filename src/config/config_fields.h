@@ -2,7 +2,9 @@
 // Every config key, listed once: where it lives in Config, who may change it, and what it
 // means. This table drives reading a config from JSON, writing it, which keys a compare
 // scheme or grid may vary, and `copytask keys` (the key table of docs/configuration.md,
-// which a test keeps equal to it). Range and consistency checks are config_validate's.
+// which a test keeps equal to it) and each key's own range check (config_fields_check).
+// The rules between keys (max_len within context, batch_size within the train split, a
+// scheme's needs) are config_validate's.
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +27,10 @@ struct ConfigField {
   KeyScope scope = KeyScope::study;
   bool positional_option = false;  // one of PositionalOptions (a per-member option of a batch)
   std::string meaning;  // one line for `copytask keys` and the docs
+  // The key's own range: allowed(value) is false where the value is out of it, and
+  // `rule` then says what is allowed ("must be 1..4096"). No check where allowed is empty.
+  std::string rule;
+  std::function<bool(const nlohmann::json&)> allowed;
   std::function<nlohmann::json(const Config&)> get;
   // Sets the field from a value already checked to have the default's type.
   std::function<void(Config&, const nlohmann::json&)> set;
@@ -38,6 +44,14 @@ const std::vector<ConfigField>& config_fields();
 
 // The field of a dotted key, or nullptr.
 const ConfigField* config_field(const std::string& key);
+
+// Checks every key against its own range, in the table's order; throws ConfigError
+// "<key> = <value>: <rule>" for the first out of range.
+void config_fields_check(const Config& config);
+
+// A value as an error message shows it: integers and strings as written, numbers without
+// trailing zeros (0.001, 1), strings in quotes.
+std::string config_value_text(const nlohmann::json& value);
 
 // The key table as Markdown: key, default, meaning (`copytask keys`).
 std::string config_keys_markdown();

@@ -1,32 +1,25 @@
-// Range and consistency checks. Each message names the key, the value and what is allowed,
-// so the user can fix the config without reading the code.
+// The checks of a whole config: each key against its own range (the field table's,
+// config_fields_check), then the rules between keys, here. Each message names the key,
+// the value and what is allowed, so the user can fix the config without reading the code.
 #include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "config/config.h"
+#include "config/config_fields.h"
 #include "config/scheme_rules.h"
 #include "task/copy_task.h"
 
 namespace copytask {
 namespace {
 
-std::string str(double value) {
-  std::string text = std::to_string(value);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (!text.empty() && text.back() == '.') text.pop_back();
-  return text;
-}
+std::string str(double value) { return config_value_text(value); }
 
 void require(bool ok, const std::string& key, const std::string& value, const std::string& allowed) {
   if (!ok) throw ConfigError(key + " = " + value + ": " + allowed);
 }
 
 void validate_task(const TaskConfig& t) {
-  require(t.vocab_size >= 3 && t.vocab_size <= 100000, "task.vocab_size", std::to_string(t.vocab_size),
-          "must be 3..100000 (padding, at least one content token, <copy>)");
-  require(t.context >= 2 && t.context <= 4096, "task.context", std::to_string(t.context), "must be 2..4096");
-  require(t.min_len >= 1, "task.min_len", std::to_string(t.min_len), "must be at least 1");
   require(t.max_len >= t.min_len, "task.max_len", std::to_string(t.max_len),
           "must be at least task.min_len (" + std::to_string(t.min_len) + ")");
   require(t.min_len + 1 <= t.context, "task.context", std::to_string(t.context),
@@ -35,14 +28,12 @@ void validate_task(const TaskConfig& t) {
   require(t.max_len + 1 <= t.context, "task.max_len", std::to_string(t.max_len),
           "content plus <copy> must fit in task.context = " + std::to_string(t.context) +
               ", so max_len must be at most " + std::to_string(t.context - 1));
-  require(t.test_fraction > 0 && t.test_fraction < 1, "task.test_fraction", str(t.test_fraction),
-          "must be strictly between 0 and 1");
-  require(t.seed >= 0, "task.seed", std::to_string(t.seed), "must be >= 0");
   const int64_t possible = copy_task_capacity(t);
   require(t.examples >= 2 && t.examples <= possible, "task.examples", std::to_string(t.examples),
           "must be 2.." + std::to_string(possible) + ": only " + std::to_string(possible) +
               " distinct inputs exist with vocab_size " + std::to_string(t.vocab_size) + " and lengths " +
               std::to_string(t.min_len) + ".." + std::to_string(t.max_len));
+  // After the distinct inputs: that limit is the one a user meets first, and says why.
   require(t.examples <= 50'000'000, "task.examples", std::to_string(t.examples), "must be at most 50000000");
   const auto [train_count, test_count] = copy_task_split_sizes(t);
   require(test_count >= 1, "task.test_fraction", str(t.test_fraction),
@@ -69,40 +60,19 @@ void validate_slopes(const std::vector<double>& slopes, const std::string& key, 
 // The options of every scheme are checked, whichever scheme is chosen: a bad value is a
 // mistake even where it is ignored.
 void validate_positional_options(const PositionalOptions& o, int64_t heads) {
-  require(std::isfinite(o.rope_base) && o.rope_base > 1 && o.rope_base <= 1e12, "model.rope_base", str(o.rope_base),
-          "must be a number above 1 (10000 in the RoPE paper)");
-  require(o.rope_fraction > 0 && o.rope_fraction <= 1, "model.rope_fraction", str(o.rope_fraction),
-          "must be in (0, 1]: the share of each head's dimensions that rotate");
   validate_slopes(o.alibi_slopes, "model.alibi_slopes", heads);
   validate_slopes(o.alibi_right_slopes, "model.alibi_right_slopes", heads);
-  require(o.alibi_direction == "symmetric" || o.alibi_direction == "offset" || o.alibi_direction == "two-sided",
-          "model.alibi_direction", "\"" + o.alibi_direction + "\"", "must be symmetric, offset or two-sided");
   require(o.alibi_right_slopes.empty() || o.alibi_direction == "two-sided", "model.alibi_right_slopes",
           list_text(o.alibi_right_slopes), "applies to model.alibi_direction = two-sided only; set that too, or drop it");
-  require(o.t5_buckets >= 4 && o.t5_buckets <= 1024 && o.t5_buckets % 2 == 0, "model.t5_buckets",
-          std::to_string(o.t5_buckets), "must be an even number 4..1024 (half of them for each direction)");
   require(o.t5_max_distance > o.t5_buckets / 4 && o.t5_max_distance <= 1000000, "model.t5_max_distance",
           std::to_string(o.t5_max_distance),
           "must exceed model.t5_buckets / 4 = " + std::to_string(o.t5_buckets / 4) +
               " (the distances with a bucket of their own) and be at most 1000000");
-  require(o.bias_mlp_hidden >= 1 && o.bias_mlp_hidden <= 1024, "model.bias_mlp_hidden", std::to_string(o.bias_mlp_hidden),
-          "must be 1..1024");
-  require(o.dynamic_depth >= 1 && o.dynamic_depth <= 8, "model.dynamic_depth", std::to_string(o.dynamic_depth),
-          "must be 1..8");
-  require(std::isfinite(o.fire_threshold) && o.fire_threshold >= 1 && o.fire_threshold <= 1e6, "model.fire_threshold",
-          str(o.fire_threshold), "must be 1..1000000 positions, or 0 for task.context");
-  require(o.learned_positions >= 0 && o.learned_positions <= 8192, "model.learned_positions",
-          std::to_string(o.learned_positions), "must be 1..8192 rows, or 0 for task.context (or model.random_positions)");
 }
 
 void validate_model(const ModelConfig& m) {
-  require(m.embed >= 1 && m.embed <= 4096, "model.embed", std::to_string(m.embed), "must be 1..4096");
-  require(m.heads >= 1 && m.heads <= 256, "model.heads", std::to_string(m.heads), "must be 1..256");
   require(m.embed % m.heads == 0, "model.heads", std::to_string(m.heads),
           "must divide model.embed = " + std::to_string(m.embed));
-  require(m.blocks >= 1 && m.blocks <= 64, "model.blocks", std::to_string(m.blocks), "must be 1..64");
-  require(m.hidden >= 1 && m.hidden <= 65536, "model.hidden", std::to_string(m.hidden), "must be 1..65536");
-  require(m.dropout >= 0 && m.dropout < 1, "model.dropout", str(m.dropout), "must be in [0, 1)");
   const SchemeRules& rules = scheme_rules();
   const auto& names = rules.names;
   std::string allowed;
@@ -115,22 +85,17 @@ void validate_model(const ModelConfig& m) {
 }
 
 void validate_train(const TrainConfig& t, const TaskConfig& task) {
-  require(t.steps >= 1 && t.steps <= 100'000'000, "train.steps", std::to_string(t.steps), "must be >= 1");
   const int64_t train_count = copy_task_split_sizes(task).first;
   require(t.batch_size >= 0 && t.batch_size <= train_count, "train.batch_size", std::to_string(t.batch_size),
           "must be 0 (full batch) or 1.." + std::to_string(train_count) + " (the train split's size)");
-  require(t.lr > 0 && t.lr < 10 && std::isfinite(t.lr), "train.lr", str(t.lr), "must be a positive number below 10");
-  require(t.eval_every >= 1, "train.eval_every", std::to_string(t.eval_every), "must be >= 1");
+  require(t.warmup_steps >= 0 && t.warmup_steps < t.steps, "train.warmup_steps", std::to_string(t.warmup_steps),
+          "must be 0 (no warm-up) or 1.." + std::to_string(t.steps - 1) + " (fewer than train.steps)");
   require(!t.seeds.empty(), "train.seeds", "[]", "must list at least one seed, e.g. [0, 1, 2]");
   std::set<int64_t> seen;
   for (int64_t seed : t.seeds) {
     require(seed >= 0, "train.seeds", std::to_string(seed), "seeds must be >= 0");
     require(seen.insert(seed).second, "train.seeds", std::to_string(seed), "is listed twice; seeds must be distinct");
   }
-  require(t.device == "auto" || t.device == "cpu" || t.device == "cuda", "train.device", "\"" + t.device + "\"",
-          "must be auto, cpu or cuda");
-  require(t.threads >= 0 && t.threads <= 1024, "train.threads", std::to_string(t.threads),
-          "must be 0 (one per core) or a thread count");
 }
 
 // The longest context length generalization evaluates at: the whole copy of the longest
@@ -145,9 +110,6 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
           "must be 0 (off) or task.max_len (" + std::to_string(task.max_len) + ") .. " +
               std::to_string(kEvalMaxLenLimit) + ": the longest content length "
           "evaluated, at least the longest trained");
-  require(e.per_length >= 1 && e.per_length <= 100000, "eval.per_length", std::to_string(e.per_length),
-          "must be 1..100000 examples per length");
-  require(e.seed >= 0, "eval.seed", std::to_string(e.seed), "must be >= 0");
   // A learned table cannot place positions it has no row for: refused now, not after training.
   const int64_t rows = learned_rows(m.positional_options, task.context);
   if (m.positional == "learned")
@@ -207,6 +169,7 @@ void validate_compare(const CompareConfig& c) {
 }  // namespace
 
 void config_validate(const Config& config, bool learned_rows_must_fit_eval) {
+  config_fields_check(config);
   validate_task(config.task);
   validate_model(config.model);
   validate_train(config.train, config.task);

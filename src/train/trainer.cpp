@@ -7,6 +7,7 @@
 #include "compat/torch_compat.h"
 #include "model/fused_cpu.h"
 #include "train/batcher.h"
+#include "train/lr_schedule.h"
 
 namespace copytask {
 namespace {
@@ -53,6 +54,11 @@ TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainCon
 }
 
 TrainingStep::~TrainingStep() = default;
+
+void TrainingStep::set_lr(double lr) {
+  // One parameter group: every member's parameters share the study's schedule.
+  for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
 
 torch::Tensor TrainingStep::run() {
   const int64_t M = members_, B = batch_size_, T = positions_;
@@ -117,6 +123,7 @@ TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainCon
   double evaluation_seconds = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {
     if (stop_requested()) throw Interrupted();
+    training_step.set_lr(scheduled_lr(train, step));
     const torch::Tensor member_loss = training_step.run();  // (M)
     if (on_step) on_step(step, member_loss);
 

@@ -67,6 +67,8 @@ class TrainingStep {
   ~TrainingStep();
   // Runs one step; returns each member's loss (M), detached (reading it syncs a GPU).
   torch::Tensor run();
+  // Adam's learning rate for the steps that follow (train_members sets it from the schedule).
+  void set_lr(double lr);
   int64_t batch_size() const { return batch_size_; }  // examples per member per step
   bool fused() const { return fused_; }                 // runs model/fused_cpu.h's step
   // Which step runs, as run.json, result.json and bench record it: "fused CPU" or "autograd".
