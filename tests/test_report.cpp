@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/html_report.h"
+#include "report/report_charts.h"
 #include "report/svg.h"
 
 namespace copytask {
@@ -25,6 +26,30 @@ using nlohmann::json;
 // Every opened element is closed in order (void elements and `/>` excepted), every tag ends
 // outside a quoted attribute value, and every '&' starts an entity. Returns "" when fine,
 // else what is wrong and where.
+// The fill of heatmap cell (row, column) in a chart: the colour of the path holding the
+// cell's unit square; "" when no path holds it (a masked cell).
+std::string cell_colour(const std::string& svg, size_t row, size_t column) {
+  const std::string square = "M" + std::to_string(column) + " " + std::to_string(row) + "h1v1h-1z";
+  static const std::regex path("<path fill=\"(#[0-9a-f]{6})\" d=\"([^\"]*)\"");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), path), end; it != end; ++it) {
+    const std::string d = (*it)[2];
+    for (size_t at = d.find(square); at != std::string::npos; at = d.find(square, at + 1))
+      if (at == 0 || d[at - 1] == 'z') return (*it)[1];
+  }
+  return "";
+}
+
+// The masked (hatched) cells of a chart: one closed square each in the masked paths.
+size_t masked_cells(const std::string& svg) {
+  static const std::regex path("<path class=\"masked\"[^>]* d=\"([^\"]*)\"");
+  size_t cells = 0;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), path), end; it != end; ++it) {
+    const std::string d = (*it)[1];
+    cells += static_cast<size_t>(std::count(d.begin(), d.end(), 'z'));
+  }
+  return cells;
+}
+
 std::string check_well_formed(const std::string& page) {
   static const std::set<std::string> void_elements = {"area", "base", "br",   "col",  "embed",  "hr",    "img",
                                                       "input", "link", "meta", "source", "track", "wbr"};
@@ -302,7 +327,7 @@ TEST(Report, LengthGeneralizationChartWithTheTrainedMaximumMarked) {
   EXPECT_NE(page.find("k = 3<"), std::string::npos);
 }
 
-TEST(Report, NumbersAppearOnHoverAndInTables) {
+TEST(Report, NumbersAppearOnHoverAsColoursAndInTables) {
   const std::string page = report_html(fixture());
   const std::string accuracy = svg_with(page, "class=\"chart accuracy\"");
   ASSERT_FALSE(accuracy.empty());
@@ -316,9 +341,15 @@ TEST(Report, NumbersAppearOnHoverAndInTables) {
   // Curves: the mean over seeds at step 40, on hover and in the table.
   const std::string curves = svg_with(page, "class=\"chart curves\"");
   EXPECT_NE(curves.find("rope, step 40: mean test exact-match 0.9894 over 2 seed(s)"), std::string::npos);
-  // Attention weights on hover: the causal scheme's third query spreads 1/3 over three keys.
+  // Attention weights as the cells' colours, and in the tables: the causal scheme's third
+  // query spreads 1/3 over three keys; the cells above the diagonal are masked.
   const std::string causal = svg_with(page, "id=\"chart-attention-0-b-x-0\"");
-  EXPECT_NE(causal.find("<title>layer 1, head 1: query 2 (\u25B8) -&gt; key 1 (2): 0.333</title>"), std::string::npos);
+  const charts::ColourScale attention_scale{charts::ColourScale::Kind::sequential, 0, 1, "attention weight"};
+  for (size_t key = 0; key <= 2; ++key)
+    EXPECT_EQ(cell_colour(causal, 2, key), html::hex(attention_scale.step(1.0 / 3))) << "key " << key;
+  EXPECT_EQ(cell_colour(causal, 2, 3), "") << "masked";
+  EXPECT_EQ(cell_colour(causal, 0, 0), html::hex(attention_scale(1.0))) << "the first query puts all on key 0";
+  EXPECT_NE(page.find("<td class=\"num\">0.333</td>"), std::string::npos);
   // The RoPE kernel and the ALiBi slope.
   EXPECT_NE(page.find("distance -1: score 0.8000"), std::string::npos);
   EXPECT_NE(page.find("head 1, slope 0.5"), std::string::npos);
@@ -327,6 +358,19 @@ TEST(Report, NumbersAppearOnHoverAndInTables) {
             std::string::npos);
   // By content length: rope's mean at k = 2.
   EXPECT_NE(page.find("rope, 2 content token(s): mean test exact-match 0.9894"), std::string::npos);
+}
+
+// Heatmap cells take the nearest of 64 evenly spaced colours of their scale.
+TEST(Report, HeatmapColoursAreTheScalesSteps) {
+  const charts::ColourScale sequential{charts::ColourScale::Kind::sequential, 0, 2, ""};
+  EXPECT_EQ(html::hex(sequential.step(0)), html::hex(sequential(0)));
+  EXPECT_EQ(html::hex(sequential.step(2)), html::hex(sequential(2)));
+  EXPECT_EQ(html::hex(sequential.step(2.0 / 3)), html::hex(sequential(2.0 * 21 / 64)));  // 64 / 3 = 21.3
+  EXPECT_EQ(html::hex(sequential.step(5)), html::hex(sequential(2))) << "beyond the scale: its end";
+  const charts::ColourScale diverging{charts::ColourScale::Kind::diverging, -0.5, 4, ""};  // symmetric: -4..4
+  EXPECT_EQ(html::hex(diverging.step(0)), html::hex(diverging(0)));
+  EXPECT_EQ(html::hex(diverging.step(-1.01)), html::hex(diverging(-1)));  // steps of 1/8
+  EXPECT_EQ(html::hex(diverging.step(-4)), html::hex(diverging(-4)));
 }
 
 TEST(Report, EscapesUserText) {
@@ -342,12 +386,13 @@ TEST(Report, CausalMaskIsVisible) {
   const std::string rope = svg_with(page, "id=\"chart-attention-0-rope-1\"");
   ASSERT_FALSE(causal.empty());
   // 2 layers x 1 head x the 6 cells above the diagonal of a 4 x 4 map, hatched, with a legend.
-  EXPECT_EQ(count(causal, "class=\"masked\""), 12u);
+  EXPECT_EQ(masked_cells(causal), 12u);
+  EXPECT_EQ(cell_colour(causal, 0, 1), "") << "a masked cell has no colour of its own";
   EXPECT_NE(causal.find("url(#chart-attention-0-b-x-0-hatch)"), std::string::npos);
   EXPECT_NE(causal.find(">masked (causal)<"), std::string::npos);
-  EXPECT_EQ(count(rope, "class=\"masked\""), 0u);
+  EXPECT_EQ(masked_cells(rope), 0u);
   // The causal ALiBi bias shows the mask too.
-  EXPECT_EQ(count(svg_with(page, "class=\"chart score-bias\""), "class=\"masked\""), 6u);
+  EXPECT_EQ(masked_cells(svg_with(page, "class=\"chart score-bias\"")), 6u);
 }
 
 TEST(Report, WrongOutputTokensAreMarked) {

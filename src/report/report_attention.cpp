@@ -98,7 +98,8 @@ std::string section_attention(const StudyView& view) {
       "head (columns); row = query position, column = key position, each row sums to 1. Tokens: "
       "<code>_</code> padding, <code>\u25B8</code> &lt;copy&gt;. Under a causal mask the cells above the diagonal "
       "are masked (hatched). The output is the model's prediction at every position; tokens that differ from the "
-      "copy target are marked <span class=\"tok wrong\">red</span>.");
+      "copy target are marked <span class=\"tok wrong\">red</span>. The weights themselves are in the tables "
+      "under each probe.");
   const charts::ColourScale scale{charts::ColourScale::Kind::sequential, 0, 1, "attention weight"};
   for (size_t p = 0; p < probes->size(); ++p) {
     const std::vector<int64_t> input = inputs && inputs->is_array() && p < inputs->size() ? tokens_of(&(*inputs)[p])
@@ -139,12 +140,6 @@ std::string section_attention(const StudyView& view) {
           map.row_title = "query";
           map.col_title = "key";
           if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
-          map.tip = [&labels, l, h](size_t i, size_t j, double v) {
-            auto name_of = [&labels](size_t k) { return k < labels.size() ? " (" + labels[k] + ")" : std::string(); };
-            return "layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1) + ": query " +
-                   std::to_string(i) + name_of(i) + " -> key " + std::to_string(j) + name_of(j) + ": " +
-                   html::fixed(v, 3);
-          };
           row.push_back(std::move(map));
         }
         grid.push_back(std::move(row));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+
 
 namespace copytask::charts {
 namespace {
@@ -319,6 +321,67 @@ html::Rgb ColourScale::operator()(double value) const {
   return html::viridis(hi > lo ? (value - lo) / (hi - lo) : 0.5);
 }
 
+html::Rgb ColourScale::step(double value) const {
+  if (!std::isfinite(value)) return (*this)(value);
+  if (kind == Kind::diverging) {
+    const double m = std::max(std::abs(lo), std::abs(hi));
+    const double u = std::clamp(m > 0 ? value / m : 0.0, -1.0, 1.0);
+    return (*this)(std::round(u * kSteps / 2) / (kSteps / 2) * m);
+  }
+  if (!(hi > lo)) return (*this)(value);
+  const double t = std::clamp((value - lo) / (hi - lo), 0.0, 1.0);
+  return (*this)(lo + std::round(t * kSteps) / kSteps * (hi - lo));
+}
+
+namespace {
+
+// One map's cells at (x, y): one path per colour of unit squares, scaled to cell_px (a
+// <rect> and hover text per cell made a study's attention maps 5 MB; this is a tenth of
+// it), white lines between the cells, and the masked cells hatched on top (one square each
+// in one path).
+// The colours are the scale's 64 steps (ColourScale::step); the values are in each
+// section's tables.
+std::string heatmap_cells(const Heatmap& map, const ColourScale& scale, double x, double y, double cell_px,
+                          const std::string& hatch_id) {
+  const size_t rows = map.values.size();
+  size_t cols = 0;
+  for (const auto& row : map.values) cols = std::max(cols, row.size());
+  if (rows == 0 || cols == 0) return "";
+  std::map<std::string, std::string> squares;  // colour -> path of its cells, in cell units
+  std::string masked;  // path of the masked cells, in page units (the hatch is in page units)
+  for (size_t i = 0; i < rows; ++i) {
+    for (size_t j = 0; j < map.values[i].size(); ++j) {
+      if (map.masked && map.masked(i, j)) {
+        masked += "M" + html::compact(x + cell_px * static_cast<double>(j)) + " " +
+                  html::compact(y + cell_px * static_cast<double>(i)) + "h" + html::compact(cell_px) + "v" +
+                  html::compact(cell_px) + "h" + html::compact(-cell_px) + "z";
+        continue;
+      }
+      squares[html::hex(scale.step(map.values[i][j]))] += "M" + std::to_string(j) + " " + std::to_string(i) + "h1v1h-1z";
+    }
+  }
+  std::string paths;
+  for (const auto& [colour, d] : squares) paths += empty_element("path", attr("fill", colour) + attr("d", d));
+  const double width = cell_px * static_cast<double>(cols), height = cell_px * static_cast<double>(rows);
+  std::string lines;
+  for (size_t j = 1; j < cols; ++j) lines += "M" + html::compact(x + cell_px * static_cast<double>(j)) + " " +
+                                             html::compact(y) + "v" + html::compact(height);
+  for (size_t i = 1; i < rows; ++i) lines += "M" + html::compact(x) + " " +
+                                             html::compact(y + cell_px * static_cast<double>(i)) + "h" + html::compact(width);
+  const std::string cells =
+      element("g",
+              attr("class", "cells") +
+                  attr("transform", "translate(" + html::compact(x) + " " + html::compact(y) + ") scale(" +
+                                        html::compact(cell_px) + ")"),
+              tooltip(map.heading + ": the values are in the tables below") + paths);
+  return cells + (lines.empty() ? "" : empty_element("path", attr("d", lines) + attr("stroke", "#fff") +
+                                                                   attr("stroke-width", 0.5) + attr("fill", "none"))) +
+         (masked.empty() ? "" : empty_element("path", attr("class", "masked") + attr("fill", "url(#" + hatch_id + ")") +
+                                                          attr("d", masked)));
+}
+
+}  // namespace
+
 std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const ColourScale& scale,
                          const ChartMeta& meta, double cell_px, const std::string& mask_legend) {
   size_t rows = 0, cols = 0, grid_cols = 0;
@@ -364,28 +427,16 @@ std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const Co
       std::string panel = text(mx + map_w / 2, oy + 14, map.heading,
                                attr("text-anchor", "middle") + attr("font-size", 12) + attr("font-weight", "600") +
                                    attr("fill", "#222"));
-      std::string cells;
-      for (size_t i = 0; i < map.values.size(); ++i) {
-        for (size_t j = 0; j < map.values[i].size(); ++j) {
-          const double v = map.values[i][j];
-          const bool is_masked = map.masked && map.masked(i, j);
-          const std::string tip = map.tip ? map.tip(i, j, v) : html::fixed(v, 4);
-          cells += element("rect",
-                           (is_masked ? attr("class", "masked") : std::string()) +
-                               attr("x", mx + cell_px * static_cast<double>(j)) +
-                               attr("y", my + cell_px * static_cast<double>(i)) + attr("width", cell_px) +
-                               attr("height", cell_px) +
-                               attr("fill", is_masked ? "url(#" + hatch_id + ")" : html::hex(scale(v))),
-                           tooltip(is_masked ? tip + " (masked)" : tip));
-        }
-      }
-      panel += element("g", attr("class", "cells") + attr("stroke", "#fff") + attr("stroke-width", 0.5), cells);
+      panel += heatmap_cells(map, scale, mx, my, cell_px, hatch_id);
+      // The labels' shared attributes once per axis (a study's report has thousands of labels).
+      std::string row_labels, col_labels;
       for (size_t i = 0; i < map.row_labels.size() && i < rows; i += label_every)
-        panel += text(mx - 4, my + cell_px * (static_cast<double>(i) + 0.5) + font * 0.36, map.row_labels[i],
-                      attr("text-anchor", "end") + attr("font-size", font) + attr("fill", "#333"));
+        row_labels += text(mx - 4, my + cell_px * (static_cast<double>(i) + 0.5) + font * 0.36, map.row_labels[i], "");
       for (size_t j = 0; j < map.col_labels.size() && j < cols; j += label_every)
-        panel += text(mx + cell_px * (static_cast<double>(j) + 0.5), my + map_h + 4 + font, map.col_labels[j],
-                      attr("text-anchor", "middle") + attr("font-size", font) + attr("fill", "#333"));
+        col_labels += text(mx + cell_px * (static_cast<double>(j) + 0.5), my + map_h + 4 + font, map.col_labels[j], "");
+      const std::string label_style = attr("font-size", font) + attr("fill", "#333");
+      panel += element("g", attr("text-anchor", "end") + label_style, row_labels) +
+               element("g", attr("text-anchor", "middle") + label_style, col_labels);
       if (!map.col_title.empty())
         panel += text(mx + map_w / 2, my + map_h + 30, map.col_title,
                       attr("text-anchor", "middle") + attr("font-size", 11) + attr("fill", "#666"));

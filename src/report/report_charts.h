@@ -59,6 +59,10 @@ struct ColourScale {
   double lo = 0, hi = 1;   // diverging: symmetric around 0 by max(|lo|, |hi|)
   std::string title;       // what the colours mean, written beside the colour bar
   html::Rgb operator()(double value) const;
+  // The colour of the nearest of kSteps + 1 evenly spaced values from lo to hi (heatmap
+  // cells: colours the eye cannot tell apart share one path).
+  static constexpr int kSteps = 64;
+  html::Rgb step(double value) const;
 };
 
 struct Heatmap {
@@ -67,12 +71,12 @@ struct Heatmap {
   std::vector<std::string> row_labels, col_labels;
   std::string row_title, col_title;           // axis titles, e.g. "query", "key"
   std::function<bool(size_t, size_t)> masked;  // cells drawn hatched instead of coloured; empty: none
-  std::function<std::string(size_t, size_t, double)> tip;  // hover text of a cell
 };
 
 // A grid of heatmaps sharing one colour scale (e.g. layers x heads of attention), each map
 // under its heading, with the colour bar, and the hatch legend (`mask_legend`, a trailing
-// " (...)" on a second line) when any cell is masked.
+// " (...)" on a second line) when any cell is masked. No hover text per cell: the sections
+// print the values in tables beside the maps.
 std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const ColourScale& scale,
                          const ChartMeta& meta, double cell_px, const std::string& mask_legend = "masked");
 

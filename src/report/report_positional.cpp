@@ -48,9 +48,6 @@ std::string similarity_map(const std::vector<std::vector<double>>& values, const
   map.row_labels = map.col_labels = position_labels(values.size());
   map.row_title = "position i";
   map.col_title = "position j";
-  map.tip = [what](size_t i, size_t j, double v) {
-    return what + " of positions " + std::to_string(i) + " and " + std::to_string(j) + ": " + html::fixed(v, 4);
-  };
   const charts::ColourScale scale{charts::ColourScale::Kind::diverging, -bound, bound, what};
   return charts::heatmap_grid({{map}}, scale, {"heatmap-" + std::string(what == "cosine similarity" ? "cosine" : "dot"), id, what},
                               cell_size(values.size()));
@@ -259,10 +256,6 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
     map.row_title = "query position i";
     map.col_title = "key position j";
     if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
-    map.tip = [h](size_t i, size_t j, double v) {
-      return "head " + std::to_string(h + 1) + ": bias of query " + std::to_string(i) + " on key " +
-             std::to_string(j) + ": " + html::fixed(v, 4);
-    };
     grid.back().push_back(std::move(map));
     tables += html::text_element("p", " class=\"table-title\"", "head " + std::to_string(h + 1) + slope) +
               matrix_table(heads[h], 3, "i \\ j");
