@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The length-generalization study (README.md here): configs/length-generalization.json as
-# one `copytask compare` (42 members, one batch), into runs/length-generalization, then its
-# small files (no checkpoints) copied here, attention.json gzipped, and
-# probe.sh's long probe through every scheme. Rerunning goes on where it stopped.
+# one `copytask compare` (42 members in two batches: 33 at 32 wide, 9 at 64), into
+# runs/length-generalization, then its small files (no checkpoints) copied here,
+# attention.json gzipped, and probe.sh's long probe through every scheme. Rerunning goes on where it stopped.
 #   experiments/length-generalization/run.sh
 # COPYTASK=/path/to/copytask runs that binary (e.g. a copy, so that rebuilding build/ while
 # the study runs cannot change it halfway); by default build/copytask, built first.
