@@ -53,7 +53,7 @@ void config_fields_check(const Config& config);
 // trailing zeros (0.001, 1), strings in quotes.
 std::string config_value_text(const nlohmann::json& value);
 
-// The key table as Markdown: key, default, meaning (`copytask keys`).
+// The key table as Markdown: key, default, allowed (its own range), meaning (`copytask keys`).
 std::string config_keys_markdown();
 
 }  // namespace copytask
