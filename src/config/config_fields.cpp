@@ -64,7 +64,7 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
 }
 
 // The table: one entry per key, in the docs' order. Long (about 130 lines) because there
-// are 45 keys, each with its meaning and range; there is no logic here to split.
+// are 43 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
