@@ -5,7 +5,6 @@
 #include <limits>
 #include <map>
 
-
 namespace copytask::charts {
 namespace {
 using html::attr;
@@ -338,9 +337,8 @@ namespace {
 // One map's cells at (x, y): one path per colour of unit squares, scaled to cell_px (a
 // <rect> and hover text per cell made a study's attention maps 5 MB; this is a tenth of
 // it), white lines between the cells, and the masked cells hatched on top (one square each
-// in one path).
-// The colours are the scale's 64 steps (ColourScale::step); the values are in each
-// section's tables.
+// in one path). The colours are the scale's 64 steps (ColourScale::step); the values are in
+// each section's tables.
 std::string heatmap_cells(const Heatmap& map, const ColourScale& scale, double x, double y, double cell_px,
                           const std::string& hatch_id) {
   const size_t rows = map.values.size();
