@@ -54,7 +54,8 @@ class Alibi : public PositionalScheme {
   PositionalHook hook() const override { return PositionalHook::score_bias; }
 
   torch::Tensor table(int64_t positions) override {
-    auto d = signed_distances(positions);                                    // (P, P) i - j
+    // Fixed slopes: a table made once on the CPU; learned ones: on their device every step.
+    auto d = signed_distances(positions, learned_ ? log_slopes_.device() : torch::kCPU);  // (P, P) i - j
     auto left = d.clamp_min(0);                                              // d for keys to the left
     if (direction_ == "offset") left = torch::where(d > 0, d - 0.5, left);   // |d| - 0.5 on the left
     auto right = (-d).clamp_min(0);                                          // -d for keys to the right
@@ -64,8 +65,7 @@ class Alibi : public PositionalScheme {
     }
     auto slopes = log_slopes_.exp().view({-1, 1, 1});                                                       // (H, 1, 1)
     auto right_slopes = log_right_slopes_.defined() ? log_right_slopes_.exp().view({-1, 1, 1}) : slopes;   // (H, 1, 1)
-    const auto device = log_slopes_.device();
-    return -(slopes * left.to(device, torch::kFloat32) + right_slopes * right.to(device, torch::kFloat32));  // (H, P, P)
+    return -(slopes * left.to(torch::kFloat32) + right_slopes * right.to(torch::kFloat32));  // (H, P, P)
   }
 
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {

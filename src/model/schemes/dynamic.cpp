@@ -25,9 +25,10 @@ class DynamicBias : public PositionalScheme {
   }
   PositionalHook hook() const override { return PositionalHook::score_bias; }
   torch::Tensor table(int64_t positions) override {
-    auto d = torch::arange(-(positions - 1), positions, torch::TensorOptions().dtype(torch::kFloat32));  // (2P-1)
+    const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(weights_[0].device());
+    auto d = torch::arange(-(positions - 1), positions, options);  // (2P-1)
     if (log_distance_) d = d.sign() * d.abs().log1p();
-    auto h = d.to(weights_[0].device()).unsqueeze(1);                                                     // (2P-1, 1)
+    auto h = d.unsqueeze(1);                                        // (2P-1, 1)
     for (size_t layer = 0; layer < weights_.size(); ++layer) {
       h = torch::addmm(biases_[layer], h, weights_[layer]);                                               // (2P-1, W or H)
       if (layer + 1 < weights_.size()) h = torch::silu(h);

@@ -35,7 +35,7 @@ class Fire : public PositionalScheme {
   PositionalHook hook() const override { return PositionalHook::score_bias; }
   torch::Tensor table(int64_t positions) override {
     const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(c_.device());
-    auto d = signed_distances(positions).to(options);                                // (P, P) i - j
+    auto d = signed_distances(positions, c_.device()).to(options);                  // (P, P) i - j
     auto query = torch::arange(positions, options);                                 // (P) i
     auto c = c_.abs();                                                              // (1)
     auto threshold = (threshold_scale_ * initial_threshold_).abs();                 // (1) L

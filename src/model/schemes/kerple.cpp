@@ -16,7 +16,7 @@ class KerpleLog : public PositionalScheme {
   }
   PositionalHook hook() const override { return PositionalHook::score_bias; }
   torch::Tensor table(int64_t positions) override {
-    auto distance = signed_distances(positions).abs().to(torch::kFloat32).to(log_r1_.device());  // (P, P)
+    auto distance = signed_distances(positions, log_r1_.device()).abs().to(torch::kFloat32);  // (P, P)
     auto r1 = log_r1_.exp().view({-1, 1, 1}), r2 = log_r2_.exp().view({-1, 1, 1});             // (H, 1, 1)
     return -r1 * torch::log1p(r2 * distance);                                                     // (H, P, P)
   }

@@ -6,15 +6,15 @@
 
 namespace copytask {
 
-torch::Tensor signed_distances(int64_t positions) {
-  auto index = torch::arange(positions, torch::TensorOptions().dtype(torch::kFloat64));
+torch::Tensor signed_distances(int64_t positions, const torch::Device& device) {
+  auto index = torch::arange(positions, torch::TensorOptions().dtype(torch::kFloat64).device(device));
   return index.unsqueeze(1) - index.unsqueeze(0);  // (P, P) i - j
 }
 
 torch::Tensor bias_from_distance_values(const torch::Tensor& values, int64_t positions) {
-  auto index = torch::arange(positions, torch::kLong);
+  auto index = torch::arange(positions, torch::TensorOptions().dtype(torch::kLong).device(values.device()));
   auto rows = (index.unsqueeze(1) - index.unsqueeze(0) + (positions - 1)).reshape({-1});  // (P*P) i - j + P - 1
-  auto gathered = values.index_select(0, rows.to(values.device()));                       // (P*P, H)
+  auto gathered = values.index_select(0, rows);                                            // (P*P, H)
   return gathered.view({positions, positions, values.size(1)}).permute({2, 0, 1});        // (H, P, P)
 }
 

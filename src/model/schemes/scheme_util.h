@@ -10,8 +10,10 @@ struct Generator;
 
 namespace copytask {
 
-// d[i][j] = i - j (query minus key: positive when the key is to the left), float64 (P, P).
-torch::Tensor signed_distances(int64_t positions);
+// d[i][j] = i - j (query minus key: positive when the key is to the left), float64 (P, P),
+// made on `device`: a scheme computing its table on a GPU copies nothing from the host, so
+// a CUDA graph can capture the forward pass.
+torch::Tensor signed_distances(int64_t positions, const torch::Device& device = torch::kCPU);
 
 // The (H, P, P) bias table from values per signed distance (2P-1, H), row k holding
 // d = k - (P-1): bias[h][i][j] = values[i - j + P - 1][h].
