@@ -64,7 +64,7 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
 }
 
 // The table: one entry per key, in the docs' order. Long (about 130 lines) because there
-// are 43 keys, each with its meaning and range; there is no logic here to split.
+// are 44 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -160,6 +160,9 @@ std::vector<ConfigField> make_fields() {
             choice({"auto", "cpu", "cuda"}, "must be auto, cpu or cuda")),
       field("train.threads", &Config::train, &TrainConfig::threads, S::machine, "CPU threads, 0 = one per core",
             ints(0, 1024, "must be 0 (one per core) or a thread count")),
+      field("train.cuda_graph", &Config::train, &TrainConfig::cuda_graph, S::machine,
+            "on a GPU: capture the whole training step (forward, backward, Adam) once as a CUDA graph and replay "
+            "it; false runs the same step uncaptured. No effect on the CPU"),
       field("eval.max_len", &Config::eval, &EvalConfig::max_len, S::study,
             "length generalization: evaluate every member at every content length `task.min_len`..`eval.max_len` "
             "(at least `task.max_len`, at most 256), at every evaluation and at the end; 0 = off"),

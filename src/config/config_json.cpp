@@ -170,7 +170,7 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
     if (!may_vary_per_scheme(key))
       throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
                         "' cannot vary between schemes; a scheme may override model.* and train.* keys "
-                        "(but not train.device or train.threads, which hold for the whole study)");
+                        "(but not train.device, train.threads or train.cuda_graph, which hold for the whole study)");
     // Check the key and type now, so a typo is reported with the scheme's name.
     json probe = defaults;
     try {

@@ -30,22 +30,33 @@ torch::Tensor splitmix64_mix_tensor(torch::Tensor x) {
 }  // namespace
 
 torch::Tensor dropout_stream_masks(const DropoutStream& stream, int64_t first, int64_t count, const torch::Device& device) {
-  const int64_t M = static_cast<int64_t>(stream.step_keys.size());
   std::vector<int64_t> keys;
   for (uint64_t key : stream.step_keys) keys.push_back(static_cast<int64_t>(key));
-  auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
+  return dropout_stream_masks(torch::tensor(keys, torch::kLong).to(device), stream.threshold, stream.kept_value, first,
+                              count);  // (M, count)
+}
+
+torch::Tensor dropout_stream_masks(const torch::Tensor& step_keys, uint32_t threshold, float kept_value, int64_t first,
+                                   int64_t count) {
+  const int64_t M = step_keys.size(0);
+  auto options = step_keys.options();
   const int64_t first_word = first >> 2, last_word = (first + count + 3) >> 2;  // the words that hold the range
   auto words = torch::arange(first_word, last_word, options);                                     // (W)
-  auto counters = torch::tensor(keys, torch::kLong).to(device).view({M, 1}) +
-                  (words + 1) * static_cast<int64_t>(kSplitMixGamma);                            // (M, W)
+  auto counters = step_keys.view({M, 1}) + (words + 1) * static_cast<int64_t>(kSplitMixGamma);   // (M, W)
   auto bits = splitmix64_mix_tensor(counters);                                                    // (M, W)
   // Four 16-bit lanes per word, lane l = bits >> 16 l: element 4w + l.
   auto lanes = torch::stack({torch::bitwise_and(bits, 0xffff), torch::bitwise_and(logical_shift_right(bits, 16), 0xffff),
                              torch::bitwise_and(logical_shift_right(bits, 32), 0xffff), logical_shift_right(bits, 48)},
                             2);                                                                   // (M, W, 4)
   auto lane_values = lanes.view({M, -1}).narrow(1, first - 4 * first_word, count);               // (M, count)
-  auto kept = torch::full({}, stream.kept_value, torch::TensorOptions().device(device));
-  return torch::where(lane_values < static_cast<int64_t>(stream.threshold), torch::zeros_like(kept), kept);  // (M, count)
+  auto kept = torch::full({}, kept_value, torch::TensorOptions().device(step_keys.device()));
+  return torch::where(lane_values < static_cast<int64_t>(threshold), torch::zeros_like(kept), kept);  // (M, count)
+}
+
+torch::Tensor dropout_step_keys(const torch::Tensor& member_keys, const torch::Tensor& step) {
+  // splitmix64_mix(key ^ splitmix64_mix((step + 1) * gamma)), as DropoutStream's constructor.
+  auto step_mix = splitmix64_mix_tensor((step + 1) * static_cast<int64_t>(kSplitMixGamma));  // ()
+  return splitmix64_mix_tensor(torch::bitwise_xor(member_keys, step_mix));                 // (M)
 }
 
 }  // namespace copytask

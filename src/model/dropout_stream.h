@@ -47,4 +47,15 @@ struct DropoutStream {
 // kept_value). Tested equal to fill() element for element.
 torch::Tensor dropout_stream_masks(const DropoutStream& stream, int64_t first, int64_t count, const torch::Device& device);
 
+// The same with the step keys as a tensor (M) int64 on the device (the threshold and the
+// kept value as DropoutStream's): what a step that keeps its step count on the device uses.
+torch::Tensor dropout_stream_masks(const torch::Tensor& step_keys, uint32_t threshold, float kept_value, int64_t first,
+                                   int64_t count);
+
+// DropoutStream's step keys computed on the device: member_keys (M) int64 (the members'
+// keys), step a 0-dim int64 tensor on the same device -> (M) int64, equal to
+// DropoutStream(member_keys, step, rate).step_keys read as int64. No host value is read, so
+// a CUDA graph that advances `step` on the device draws every replay's own masks.
+torch::Tensor dropout_step_keys(const torch::Tensor& member_keys, const torch::Tensor& step);
+
 }  // namespace copytask

@@ -114,6 +114,15 @@ class EncoderImpl : public torch::nn::Module {
   // own stream). Call once per training step, before forward. On the CPU, with_buffer =
   // false draws only the stream (for the fused step, which draws its masks itself).
   DropoutMasks dropout_masks(int64_t batch, bool with_buffer = true);
+  // The same masks computed from a step number held on the device (a 0-dim int64 tensor):
+  // what dropout_masks draws at that step, without reading the host (a CUDA graph replays
+  // it with the step its counter holds). It leaves the host's count alone: a caller that
+  // draws this way says how many steps it drew with skip_dropout_steps, so that later
+  // dropout_masks calls go on from there. next_dropout_step(): the step dropout_masks
+  // draws next.
+  DropoutMasks dropout_masks_at(int64_t batch, const torch::Tensor& step);
+  int64_t next_dropout_step() const { return static_cast<int64_t>(dropout_steps_); }
+  void skip_dropout_steps(int64_t steps) { dropout_steps_ += static_cast<uint64_t>(steps); }
 
   int64_t member_count() const { return static_cast<int64_t>(members_.size()); }
   const std::vector<MemberSpec>& members() const { return members_; }
@@ -149,6 +158,7 @@ class EncoderImpl : public torch::nn::Module {
   // Each member's dropout randomness: its stream key, and the steps drawn so far (the same
   // counter-based stream on every device, model/dropout_stream.h).
   std::vector<uint64_t> dropout_keys_;
+  torch::Tensor dropout_key_tensor_;  // (M) int64 on the device: dropout_keys_, for dropout_masks_at
   uint64_t dropout_steps_ = 0;
   // Randomized positions: each member's stream key and range L (0 = off), and the steps drawn.
   std::vector<uint64_t> position_keys_;

@@ -192,6 +192,13 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
                    position.index + 1, position.count, record.fallback_reason);
   };
   const TrainOutcome outcome = train_members(model, inputs.data, config.train, on_evaluation, on_step, on_start);
+  if (outcome.training_step != record.training_step) {
+    // A CUDA graph whose capture failed (after the warm-up steps): the batch went on uncaptured.
+    record.training_step = outcome.training_step;
+    record.fallback_reason = outcome.fallback_reason;
+    spdlog::warn("batch {}/{}: training went on uncaptured: {}", position.index + 1, position.count,
+                 record.fallback_reason);
+  }
 
   // Outputs and attention maps of every member on the probes.
   std::vector<torch::Tensor> probe_attention;

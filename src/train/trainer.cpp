@@ -7,6 +7,8 @@
 #include "compat/torch_compat.h"
 #include "model/fused_cpu.h"
 #include "train/batcher.h"
+#include "train/cuda_graph.h"
+#include "train/device_step.h"
 #include "train/lr_schedule.h"
 
 namespace copytask {
@@ -51,16 +53,33 @@ TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainCon
     full_inputs_ = data.train_inputs.unsqueeze(0).expand({members_, batch_size_, positions_});    // (M, N, T)
     full_targets_ = data.train_targets.unsqueeze(0).expand({members_, batch_size_, positions_});  // (M, N, T)
   }
+  if (model->device().is_cuda())
+    device_step_ = std::make_unique<DeviceStep>(model, data, batch_size_, full_batch_ ? nullptr : batcher_.get(),
+                                                train.lr, train.cuda_graph && cuda_graph_unavailable().empty());
 }
 
 TrainingStep::~TrainingStep() = default;
 
+std::string TrainingStep::name() const {
+  if (fused_) return "fused CPU";
+  if (device_step_ && device_step_->capturing() && device_step_->capture_failure().empty()) return "CUDA graph";
+  return "autograd";
+}
+
+std::string TrainingStep::fallback_reason() const {
+  if (device_step_ && !device_step_->capture_failure().empty())
+    return "the CUDA graph's capture failed (" + device_step_->capture_failure() + ")";
+  return fallback_reason_;
+}
+
 void TrainingStep::set_lr(double lr) {
+  if (device_step_) device_step_->set_lr(lr);
   // One parameter group: every member's parameters share the study's schedule.
   for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }
 
 torch::Tensor TrainingStep::run() {
+  if (device_step_) return device_step_->run();
   const int64_t M = members_, B = batch_size_, T = positions_;
   torch::Tensor inputs = full_inputs_, targets = full_targets_;
   if (!full_batch_) {
@@ -118,7 +137,6 @@ TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainCon
   TrainingStep training_step(model, data, train);
   if (on_start) on_start(training_step);
   TrainOutcome outcome;
-  outcome.training_step = training_step.name();
   const auto loop_start = std::chrono::steady_clock::now();
   double evaluation_seconds = 0;
   for (int64_t step = 1; step <= train.steps; ++step) {
@@ -142,6 +160,9 @@ TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainCon
   }
   outcome.steps = train.steps;
   outcome.seconds = seconds_since(loop_start);
+  // After the loop: a capture that failed after the warm-up shows here.
+  outcome.training_step = training_step.name();
+  outcome.fallback_reason = training_step.fallback_reason();
   return outcome;
 }
 

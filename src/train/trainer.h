@@ -36,10 +36,12 @@ struct TrainOutcome {
   Evaluation final;      // the evaluation after the last step
   int64_t steps = 0;
   double seconds = 0;    // wall time of the whole loop, evaluations included
-  std::string training_step;  // TrainingStep::name()
+  std::string training_step;    // TrainingStep::name() at the end
+  std::string fallback_reason;  // TrainingStep::fallback_reason() at the end
 };
 
 class MemberBatcher;
+class DeviceStep;
 
 // On the autograd path (the CPU step when the fused kernel is switched off or cannot run
 // the model), a full-batch step runs in chunks of this many examples per member, so each
@@ -52,7 +54,8 @@ inline constexpr int64_t kCpuChunkExamples = 256;
 
 // How a training step runs on the CPU. fused: the hand-written forward and backward of
 // model/fused_cpu.h (the default wherever it supports the model); otherwise LibTorch's
-// autograd, a full batch in chunks of cpu_chunk_examples examples per member.
+// autograd, a full batch in chunks of cpu_chunk_examples examples per member. On a GPU the
+// step is train/device_step.h's, captured as a CUDA graph when train.cuda_graph is on.
 struct StepOptions {
   bool fused_cpu = true;
   int64_t cpu_chunk_examples = kCpuChunkExamples;
@@ -71,10 +74,13 @@ class TrainingStep {
   void set_lr(double lr);
   int64_t batch_size() const { return batch_size_; }  // examples per member per step
   bool fused() const { return fused_; }                 // runs model/fused_cpu.h's step
-  // Which step runs, as run.json, result.json and bench record it: "fused CPU" or "autograd".
-  std::string name() const { return fused_ ? "fused CPU" : "autograd"; }
-  // Why a CPU batch runs on the autograd step ("" when it does not, or off the CPU).
-  const std::string& fallback_reason() const { return fallback_reason_; }
+  // Which step runs, as run.json, result.json and bench record it: "fused CPU", "CUDA graph"
+  // (train/device_step.h, captured) or "autograd" (LibTorch's ops, uncaptured).
+  std::string name() const;
+  // Why a batch runs on the autograd step where a faster one was meant to run it ("" when
+  // it does not): a CPU batch the fused kernel cannot run, or a CUDA graph whose capture
+  // failed.
+  std::string fallback_reason() const;
 
  private:
   Encoder& model_;
@@ -88,6 +94,7 @@ class TrainingStep {
   bool fused_;
   std::string fallback_reason_;
   torch::Tensor full_inputs_, full_targets_;  // (M, N, T) views of the train split, full batch only
+  std::unique_ptr<DeviceStep> device_step_;   // on a GPU: the step with its state on the device
 };
 
 // Called after every evaluation (to append metrics), and after every step with each

@@ -1,0 +1,66 @@
+#include "train/cuda_graph.h"
+
+#include <stdexcept>
+
+#include <torch/cuda.h>
+
+#ifdef COPYTASK_WITH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace copytask {
+
+#ifdef COPYTASK_WITH_CUDA
+
+std::string cuda_graph_unavailable() {
+  return torch::cuda::is_available() ? "" : "no CUDA device is visible to this LibTorch";
+}
+
+struct CudaGraph::Impl {
+  at::cuda::CUDAGraph graph;
+};
+
+CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
+CudaGraph::~CudaGraph() = default;
+
+void CudaGraph::capture(const std::function<void()>& work) {
+  // As torch.cuda.graph does: everything before finished, then the capture on a stream of
+  // its own (the default stream cannot be captured).
+  torch::cuda::synchronize();
+  const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+  {
+    const c10::cuda::CUDAStreamGuard on_stream(stream);
+    impl_->graph.capture_begin();
+    try {
+      work();
+    } catch (...) {
+      // Close the capture (it fails too, the work having broken it) so the stream is usable.
+      try {
+        impl_->graph.capture_end();
+      } catch (...) {
+      }
+      impl_ = std::make_unique<Impl>();
+      throw;
+    }
+    impl_->graph.capture_end();
+  }
+  torch::cuda::synchronize();
+}
+
+void CudaGraph::replay() { impl_->graph.replay(); }
+
+#else  // a LibTorch without CUDA (Debian's): nothing to capture
+
+std::string cuda_graph_unavailable() { return "this LibTorch was built without CUDA"; }
+
+struct CudaGraph::Impl {};
+CudaGraph::CudaGraph() = default;
+CudaGraph::~CudaGraph() = default;
+void CudaGraph::capture(const std::function<void()>&) { throw std::runtime_error(cuda_graph_unavailable()); }
+void CudaGraph::replay() { throw std::runtime_error(cuda_graph_unavailable()); }
+
+#endif
+
+}  // namespace copytask

@@ -1,0 +1,71 @@
+#pragma once
+// The training step with everything on the device (DESIGN.md sections 3 and 7), for a GPU:
+// the autograd path's forward, loss and backward, Adam with its step count on the device
+// (train/device_adam.h), dropout masks from a step count on the device
+// (EncoderImpl::dropout_masks_at), and each step's batch read from tensors that stay at
+// the same addresses. So the loop never waits for the host, and the whole step is captured
+// once as a CUDA graph (train/cuda_graph.h) and replayed. Shapes: M members, B batch,
+// N examples, T positions.
+//
+// The first kWarmupSteps steps run uncaptured (as torch.cuda.graph's warm-up: lazy
+// initialisation and the tables' caches happen outside the graph); they are real steps.
+// Without capture (on the CPU, or train.cuda_graph = false) every step runs uncaptured,
+// the same work: tests/test_device_step.cpp checks it against TrainingStep's autograd
+// step on the CPU, and tests/test_cuda.cpp the captured step against the uncaptured one.
+//
+// What still crosses from the host each step: a minibatch's row indices and randomized
+// positions (one small copy each, made before the replay); a full batch copies nothing.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+#include "model/encoder.h"
+#include "train/cuda_graph.h"
+#include "train/device_adam.h"
+
+namespace copytask {
+
+class MemberBatcher;
+struct TrainData;
+
+class DeviceStep {
+ public:
+  static constexpr int64_t kWarmupSteps = 3;
+  // batcher: each member's minibatch rows, or null for a full batch (B = N).
+  DeviceStep(Encoder& model, const TrainData& data, int64_t batch_size, MemberBatcher* batcher, double lr,
+             bool capture);
+  ~DeviceStep();
+  // One step; returns each member's loss (M), a fresh tensor (reading it syncs a GPU).
+  torch::Tensor run();
+  void set_lr(double lr) { adam_.set_lr(lr); }
+  // Whether the step is (or will be, after the warm-up) a replayed CUDA graph.
+  bool capturing() const { return capture_; }
+  // Why capture was given up at the first try ("" when it was not): the steps go on
+  // uncaptured, with the same numbers.
+  const std::string& capture_failure() const { return capture_failure_; }
+
+ private:
+  // The step's device work: what the graph captures.
+  void work();
+
+  Encoder& model_;
+  const TrainData& data_;
+  MemberBatcher* batcher_;
+  int64_t members_, batch_size_, positions_;
+  bool capture_;
+  std::string capture_failure_;
+  DeviceAdam adam_;
+  std::unique_ptr<CudaGraph> graph_;
+  int64_t steps_run_ = 0;
+  // The step's fixed tensors: inputs (a full batch's views, or a minibatch's rows),
+  // randomized positions, the dropout step count, the loss the work writes.
+  torch::Tensor full_inputs_, full_targets_;  // (M, N, T), full batch only
+  torch::Tensor rows_;                        // (M*B) int64, minibatches only
+  torch::Tensor positions_buffer_;            // (M, B, T) int64, randomized positions only
+  torch::Tensor dropout_step_;                // () int64: the step dropout_masks would draw
+  torch::Tensor member_loss_;                 // (M)
+};
+
+}  // namespace copytask

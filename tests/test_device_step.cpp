@@ -1,0 +1,153 @@
+// The GPU's training step with its state on the device (train/device_step.h), checked on
+// the CPU where it runs uncaptured: Adam with its step count on the device against
+// torch::optim::Adam, the dropout keys computed on the device against the host's stream,
+// and the whole step against TrainingStep's autograd step, step by step. (The captured
+// step against the uncaptured one needs a GPU: tests/test_cuda.cpp.)
+#include <gtest/gtest.h>
+
+#include <torch/optim/adam.h>
+
+#include "compat/torch_compat.h"
+#include "model/dropout_stream.h"
+#include "task/copy_task.h"
+#include "test_util.h"
+#include "train/batcher.h"
+#include "train/cuda_graph.h"
+#include "train/device_adam.h"
+#include "train/device_step.h"
+#include "train/trainer.h"
+
+namespace copytask {
+namespace {
+
+// Parameters of a few shapes, the same values twice.
+std::vector<torch::Tensor> some_parameters(uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<torch::Tensor> parameters;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{3, 5}, {7}, {2, 4, 6}})
+    parameters.push_back(torch::randn(shape).requires_grad_(true));
+  return parameters;
+}
+
+TEST(DeviceStep, AdamWithItsStepCountOnTheDeviceIsTorchsAdam) {
+  auto ours = some_parameters(1), theirs = some_parameters(1);
+  DeviceAdam device_adam(ours, 1e-2);
+  torch::optim::Adam adam(theirs, torch::optim::AdamOptions(1e-2));
+  double worst = 0;
+  for (int step = 1; step <= 40; ++step) {
+    // A schedule: the rate changes, as the warm-up and the cosine make it.
+    const double lr = step <= 10 ? 1e-2 * step / 10 : 1e-2 * (1.0 - (step - 10) / 40.0);
+    device_adam.set_lr(lr);
+    for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+    torch::manual_seed(100 + step);
+    for (size_t i = 0; i < ours.size(); ++i) {
+      // Gradients of every size, some near eps, the same for both.
+      auto grad = torch::randn(ours[i].sizes()) * std::pow(10.0, (step % 7) - 5);
+      ours[i].mutable_grad() = grad.clone();
+      theirs[i].mutable_grad() = grad.clone();
+    }
+    device_adam.step();
+    adam.step();
+    for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, test::max_abs_diff(ours[i], theirs[i]));
+  }
+  EXPECT_EQ(device_adam.step_count().item<double>(), 40.0);
+  EXPECT_EQ(device_adam.step_count().device(), ours[0].device());
+  std::printf("DeviceAdam against torch::optim::Adam over 40 steps: largest parameter difference %.2e\n", worst);
+  EXPECT_LT(worst, 1e-6);
+  // A parameter without a gradient is left alone, as torch::optim::Adam leaves it.
+  const auto before = ours[1].detach().clone();
+  ours[1].mutable_grad() = torch::Tensor();
+  device_adam.step();
+  EXPECT_EQ(test::max_abs_diff(ours[1], before), 0.0);
+}
+
+TEST(DeviceStep, DropoutKeysFromTheDevicesStepCountAreTheStreams) {
+  const std::vector<uint64_t> member_keys = {0, 1, 0x8000000000000001ULL, 0xFFFFFFFFFFFFFFFFULL, 12345678901234567ULL};
+  std::vector<int64_t> as_int64;
+  for (uint64_t key : member_keys) as_int64.push_back(static_cast<int64_t>(key));
+  const auto keys = torch::tensor(as_int64, torch::kLong);
+  for (int64_t step : {0, 1, 2, 1999, 123456789}) {
+    const DropoutStream stream(member_keys, static_cast<uint64_t>(step), 0.1);
+    const auto on_device = dropout_step_keys(keys, torch::full({}, step, torch::kLong));  // (M)
+    for (size_t m = 0; m < member_keys.size(); ++m)
+      EXPECT_EQ(static_cast<uint64_t>(on_device[static_cast<int64_t>(m)].item<int64_t>()), stream.step_keys[m])
+          << "step " << step << " member " << m;
+  }
+  // And the encoder's masks at a step held in a tensor are the masks it draws at that step.
+  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"rope", 3, "rope", false}, {"t5", 4, "t5", true}},
+                torch::kCPU);
+  for (int64_t step = 0; step < 3; ++step) {
+    ASSERT_EQ(model->next_dropout_step(), step);
+    const DropoutMasks at = model->dropout_masks_at(17, torch::full({}, step, torch::kLong));
+    const DropoutMasks drawn = model->dropout_masks(17);
+    for (int64_t block = 0; block < model->shape().blocks; ++block)
+      for (DropoutSite site : {kAttentionWeights, kAttentionOutput, kHidden, kFeedForwardOutput})
+        EXPECT_EQ(test::max_abs_diff(at.site(block, site), drawn.site(block, site)), 0.0) << "step " << step;
+  }
+}
+
+TrainData small_task(int64_t examples) {
+  TaskConfig task;
+  task.examples = examples;
+  return train_data_upload(copy_task_generate(task), torch::kCPU);
+}
+
+// The device step, uncaptured on the CPU, trains as TrainingStep's autograd step: the same
+// batches, dropout masks, randomized positions and schedule, so the same losses and
+// parameters up to float rounding (the two Adams round alike; the check allows 1e-5).
+void expect_trains_like_the_autograd_step(int64_t batch_size) {
+  const TrainData data = small_task(150);  // 135 train examples: a full batch is one chunk
+  std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"learned", 1, "learned", false},
+                                     {"t5", 2, "t5", false},    {"alibi", 3, "alibi", true},
+                                     {"sinusoidal+random", 4, "sinusoidal", false}};
+  members.back().options.random_positions = 24;
+  TrainConfig train;
+  train.batch_size = batch_size;
+  Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
+  TrainingStep autograd(reference, data, train, StepOptions{/*fused_cpu=*/false});
+  ASSERT_EQ(autograd.name(), "autograd");
+  const int64_t B = autograd.batch_size();
+  std::vector<uint64_t> batch_seeds;
+  for (const auto& member : members) batch_seeds.push_back(stream_seed(member.seed, 3));  // as TrainingStep's
+  MemberBatcher batcher(data.train_inputs.size(0), B, batch_seeds);
+  DeviceStep device_step(model, data, B, batch_size == 0 ? nullptr : &batcher, train.lr, /*capture=*/false);
+  double worst_loss = 0;
+  for (int step = 1; step <= 8; ++step) {
+    const double lr = 2e-3 * step / 8;
+    autograd.set_lr(lr);
+    device_step.set_lr(lr);
+    const auto expected = autograd.run(), got = device_step.run();  // (M)
+    worst_loss = std::max(worst_loss, test::max_abs_diff(expected, got));
+  }
+  EXPECT_EQ(model->next_dropout_step(), reference->next_dropout_step()) << "the host's dropout count follows";
+  double worst_parameter = 0;
+  const auto a = reference->parameters(), b = model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) worst_parameter = std::max(worst_parameter, test::max_abs_diff(a[i], b[i]));
+  std::printf("batch %lld: device step against the autograd step over 8 steps: loss %.2e, parameters %.2e\n",
+              static_cast<long long>(batch_size), worst_loss, worst_parameter);
+  EXPECT_LT(worst_loss, 1e-5);
+  EXPECT_LT(worst_parameter, 1e-5);
+  Encoder untrained(test::small_shape(0.1), members, torch::kCPU);
+  EXPECT_GT(test::max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
+}
+
+TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepFullBatch) { expect_trains_like_the_autograd_step(0); }
+TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepMinibatches) { expect_trains_like_the_autograd_step(16); }
+
+// Where LibTorch has no CUDA (this machine's), a CUDA graph says so and captures nothing;
+// TrainingStep on the CPU never takes the device step.
+TEST(DeviceStep, WithoutCudaNoGraphIsCaptured) {
+  if (!cuda_graph_unavailable().empty()) {
+    CudaGraph graph;
+    bool ran = false;
+    EXPECT_THROW(graph.capture([&] { ran = true; }), std::runtime_error);
+    EXPECT_FALSE(ran);
+  }
+  const TrainData data = small_task(150);
+  Encoder model(test::small_shape(), std::vector<MemberSpec>{{"rope", 0, "rope", false}}, torch::kCPU);
+  TrainingStep step(model, data, TrainConfig{});
+  EXPECT_EQ(step.name(), "fused CPU");
+}
+
+}  // namespace
+}  // namespace copytask
