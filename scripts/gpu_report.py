@@ -53,22 +53,51 @@ def env(summary):
     print(json.dumps(info, indent=2))
 
 
-def bench(out):
+# FP32 (non-tensor-core) peaks from NVIDIA's datasheets, FLOP/s, by a part of the name the
+# driver reports; the first that matches. copytask's matrix products run in FP32 (LibTorch
+# leaves TF32 off for them), so this is the ceiling its FLOP rate is measured against.
+FP32_PEAKS = (("H100 PCIe", 51.2e12), ("H100 NVL", 60.0e12), ("H200 NVL", 60.0e12), ("H100", 66.9e12),
+              ("H200", 66.9e12))
+
+
+def fp32_peak(name):
+    for part, peak in FP32_PEAKS:
+        if name and part in name:
+            return peak
+    return None
+
+
+def bench(out, env_name=None):
     cases = []
-    for key, label in (("1", "reference, full batch, 1 member"), ("2", "quick, batch 128, 18 members"),
-                       ("3", "reference study, full batch, 30 members")):
-        c, b = load(os.path.join(out, "c%s.json" % key)), load(os.path.join(out, "b%s.json" % key))
+    # Case 4 is case 3 with the CUDA graph off: the same baseline, and the graph's own gain.
+    for key, base, label in (("1", "1", "reference, full batch, 1 member"), ("2", "2", "quick, batch 128, 18 members"),
+                             ("3", "3", "reference study, full batch, 30 members"),
+                             ("4", "3", "reference study, 30 members, uncaptured (train.cuda_graph=false)")):
+        c, b = load(os.path.join(out, "c%s.json" % key)), load(os.path.join(out, "b%s.json" % base))
         ratio = c["member_steps_per_second"] / b["member_steps_per_second"]
         cases.append({"case": label, "copytask": c, "baseline": b, "ratio": ratio})
-        print("%-40s copytask %9.2f m-s/s (%s), PyTorch %9.2f m-s/s: %.2fx" %
-              (label, c["member_steps_per_second"], c["training_step"], b["member_steps_per_second"], ratio))
+        print("%-40s copytask %9.2f m-s/s (%s, %.1f GFLOP/s), PyTorch %9.2f m-s/s: %.2fx" %
+              (label, c["member_steps_per_second"], c["training_step"], c["flops_per_second"] / 1e9,
+               b["member_steps_per_second"], ratio))
     study = cases[2]["copytask"]
     seconds = 2000 * study["members"] / study["member_steps_per_second"]
-    gpu = study.get("gpu", {}).get("name") or study.get("device")
-    save(os.path.join(out, "bench.json"), {"device": gpu, "reference_study_seconds_estimate": seconds,
-                                           "reference_study_ratio_estimate": cases[2]["ratio"], "cases": cases})
-    for key in "123":
+    gpu = study.get("gpu", {}).get("name") or env_name or study.get("device")
+    peak = fp32_peak(gpu)
+    record = {"device": gpu, "reference_study_seconds_estimate": seconds,
+              "reference_study_ratio_estimate": cases[2]["ratio"],
+              "cuda_graph_gain": cases[2]["copytask"]["member_steps_per_second"] /
+                                 cases[3]["copytask"]["member_steps_per_second"],
+              "reference_step_flops_per_second": study["flops_per_second"],
+              "fp32_peak_flops_per_second": peak,
+              "fraction_of_fp32_peak": study["flops_per_second"] / peak if peak else None,
+              "cases": cases}
+    print("reference study: %.1f s estimated (2000 steps), %.1fx the baseline, CUDA graph %.2fx, %s of the FP32 peak" %
+          (seconds, cases[2]["ratio"], record["cuda_graph_gain"],
+           "%.1f%%" % (100 * record["fraction_of_fp32_peak"]) if peak else "unknown share"))
+    save(os.path.join(out, "bench.json"), record)
+    for key in "1234":
         os.remove(os.path.join(out, "c%s.json" % key))
+    for key in "123":
         os.remove(os.path.join(out, "b%s.json" % key))
 
 
@@ -83,7 +112,9 @@ def main():
     elif verb == "env":
         env(sys.argv[2])
     elif verb == "bench":
-        bench(sys.argv[2])
+        summary = os.path.join(sys.argv[2], "summary.json")
+        name = load(summary).get("env", {}).get("gpu") if os.path.exists(summary) else None
+        bench(sys.argv[2], name if isinstance(name, str) else None)
     elif verb == "study":
         data = load(sys.argv[2])
         data["study"] = {"run": load(sys.argv[3]), "wall_seconds": float(sys.argv[4])}

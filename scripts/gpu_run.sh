@@ -8,9 +8,12 @@
 #       env        the GPU, driver, PyTorch/LibTorch and CUDA versions, the C++ ABI, the tools
 #       configure  CMake with the wheel's LibTorch (cmake/dependencies.cmake falls back to .deps/)
 #       build      copytask and its tests; ldd of the binary
-#       test       the suite, CUDA tests included (without the four that need Debian's
-#                  packages: the browser, the shard scripts, the bundle rehearsal, Debian's python3)
-#       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU -> bench.json
+#       test       the suite, CUDA tests included (without the five that need Debian's
+#                  packages: the browser, the shard scripts, the bundle rehearsal, Debian's
+#                  python3 with torch twice)
+#       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU, and the
+#                  reference study's step uncaptured too (the CUDA graph's gain) -> bench.json,
+#                  with the step's FLOP rate as a share of the GPU's FP32 peak
 #       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, study_results.json (the device tool brings back 8 files at most)
@@ -54,7 +57,7 @@ for name in "${stages[@]}"; do
     build) stage build 600 "cmake --build $build -j \$(nproc) && ldd $build/copytask" || break ;;
     test)
       stage test 600 "cd $build && ctest --output-on-failure --timeout 300 -j 4 \
-        -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet)\$'" ;;
+        -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|gpu_report)\$'" ;;
     bench)
       stage bench 600 "set -e
         b=$build/copytask
@@ -64,6 +67,7 @@ for name in "${stages[@]}"; do
         '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2.json
         \$b bench --compare --config configs/reference.json train.device=cuda --warmup 3 --steps 20 --json $out/c3.json
         '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/b3.json
+        \$b bench --compare --config configs/reference.json train.device=cuda train.cuda_graph=false --warmup 3 --steps 20 --json $out/c4.json
         '$python' $report bench $out" ;;
     study)
       stage study 600 "set -e

@@ -238,6 +238,8 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   EXPECT_LE(numbers["step_seconds_min"].get<double>(), numbers["step_seconds_median"].get<double>());
   EXPECT_NEAR(numbers["member_steps_per_second"].get<double>(), 2 / numbers["step_seconds_median"].get<double>(), 1e-6);
   EXPECT_GT(numbers["peak_rss_mib"].get<double>(), 10.0);
+  EXPECT_NEAR(numbers["flops_per_second"].get<double>(),
+              numbers["flops_per_step"].get<double>() / numbers["step_seconds_median"].get<double>(), 1e-6 * 1e9);
 
   // --compare: the first batch of the study, all six default schemes x 2 seeds.
   Outcome study = run(std::string("bench --compare --warmup 0 --steps 1 --json ") + json.string() + " " + kTiny);

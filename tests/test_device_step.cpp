@@ -2,7 +2,8 @@
 // the CPU where it runs uncaptured: Adam with its step count on the device against
 // torch::optim::Adam, the dropout keys computed on the device against the host's stream,
 // and the whole step against TrainingStep's autograd step, step by step. (The captured
-// step against the uncaptured one needs a GPU: tests/test_cuda.cpp.)
+// step against the uncaptured one needs a GPU: tests/test_cuda.cpp.) And the FLOP count the
+// bench divides by the step time to give the rate a GPU step achieves.
 #include <gtest/gtest.h>
 
 #include <torch/optim/adam.h>
@@ -12,6 +13,7 @@
 #include "task/copy_task.h"
 #include "test_util.h"
 #include "train/batcher.h"
+#include "train/bench.h"
 #include "train/cuda_graph.h"
 #include "train/device_adam.h"
 #include "train/device_step.h"
@@ -147,6 +149,19 @@ TEST(DeviceStep, WithoutCudaNoGraphIsCaptured) {
   Encoder model(test::small_shape(), std::vector<MemberSpec>{{"rope", 0, "rope", false}}, torch::kCPU);
   TrainingStep step(model, data, TrainConfig{});
   EXPECT_EQ(step.name(), "fused CPU");
+}
+
+// The GPU issue estimates the reference study's step at about 110 GFLOP for its 30 members
+// (9000 examples each); the count the bench uses agrees, and grows as the work does.
+TEST(Bench, TheStepsFlopsAreTheIssuesEstimateForTheReferenceStudy) {
+  const EncoderShape reference;  // the reference protocol: V 11, T 10, D 20, H 1, L 2, F 32
+  const double flops = training_step_flops(reference, 30.0 * 9000.0);
+  EXPECT_NEAR(flops, 110e9, 0.01 * 110e9);
+  EXPECT_DOUBLE_EQ(training_step_flops(reference, 60.0 * 9000.0), 2 * flops);  // linear in the examples
+  EncoderShape deeper = reference;
+  deeper.blocks = 4;
+  const double head = 3 * 2.0 * 10 * 20 * 11 * 30 * 9000;  // the output layer, outside the blocks
+  EXPECT_NEAR(training_step_flops(deeper, 30.0 * 9000.0) - head, 2 * (flops - head), 1.0);  // blocks double
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ int bench_command_run(const BenchCommandOptions& options) {
     std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
     std::printf("examples/s         %.0f\n", result.examples_per_second);
     std::printf("tokens/s           %.0f\n", result.tokens_per_second);
+    std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
+                result.flops_per_second / 1e9, result.flops_per_step / 1e9);
     std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
     if (!options.json_file.empty()) {
       nlohmann::json out = bench_json(result);

@@ -46,8 +46,19 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   result.member_steps_per_second = result.members / result.step_seconds_median;
   result.examples_per_second = result.member_steps_per_second * static_cast<double>(result.batch_size);
   result.tokens_per_second = result.examples_per_second * static_cast<double>(result.positions);
+  result.flops_per_step =
+      training_step_flops(model->shape(), static_cast<double>(result.members) * static_cast<double>(result.batch_size));
+  result.flops_per_second = result.flops_per_step / result.step_seconds_median;
   result.peak_rss_mib = peak_rss_mib();
   return result;
+}
+
+double training_step_flops(const EncoderShape& shape, double examples) {
+  const double T = static_cast<double>(shape.context), D = static_cast<double>(shape.embed),
+               F = static_cast<double>(shape.hidden), V = static_cast<double>(shape.vocab);
+  const double block = 6 * T * D * D + 4 * T * T * D + 2 * T * D * D + 4 * T * D * F;
+  const double forward = static_cast<double>(shape.blocks) * block + 2 * T * D * V;
+  return 3 * forward * examples;
 }
 
 nlohmann::json bench_json(const BenchResult& r) {
@@ -63,6 +74,8 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"member_steps_per_second", r.member_steps_per_second},
           {"examples_per_second", r.examples_per_second},
           {"tokens_per_second", r.tokens_per_second},
+          {"flops_per_step", r.flops_per_step},
+          {"flops_per_second", r.flops_per_second},
           {"peak_rss_mib", r.peak_rss_mib}};
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "model/encoder_shape.h"
 #include "model/member.h"
 
 namespace copytask {
@@ -25,8 +26,20 @@ struct BenchResult {
   double member_steps_per_second = 0;  // members / median step
   double examples_per_second = 0;      // members * batch / median step
   double tokens_per_second = 0;        // examples * T / median step
+  double flops_per_step = 0;           // training_step_flops of the step's examples
+  double flops_per_second = 0;         // flops_per_step / median step: the rate achieved
   double peak_rss_mib = 0;             // of the whole process so far
 };
+
+// The floating-point work of one training step of `examples` examples (all members'
+// together): its matrix products, 2 FLOP per multiply-add, forward and backward (backward
+// about twice the forward: a gradient for each operand), so 3 x the forward's
+//   per example: L x (QKV 6TD^2 + scores and weights x values 4T^2D + projection 2TD^2
+//                     + feed-forward 4TDF) + head 2TDV.
+// Layer norms, softmax, embeddings and Adam (a few FLOP per element) are left out. The
+// reference study (30 members x 9000 examples) comes to 1.10e11, the GPU issue's "about
+// 110 GFLOP a step". With the step time: the rate the step achieves.
+double training_step_flops(const EncoderShape& shape, double examples);
 
 // Times `steps` training steps of the members `members` (after `warmup` untimed ones).
 BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# scripts/gpu_report.py's bench verb, rehearsed on the CPU so that the GPU machine's short
+# session does not find a broken report: the real producers (copytask bench and the PyTorch
+# baseline, tiny and on the CPU) write the case files under the names gpu_run.sh gives them,
+# then bench.json must hold every case, the ratios, the CUDA graph's gain and the share of
+# the device's FP32 peak computed from the step's FLOP rate, and the case files be gone.
+#   tests/scripts/gpu_report_test.sh SOURCE_DIR COPYTASK
+set -euo pipefail
+source_dir=$1
+copytask=$2
+python=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$source_dir"
+echo '{"stages": [], "env": {"gpu": "NVIDIA H100 80GB HBM3"}}' > "$dir/summary.json"
+tiny="task.examples=400 model.embed=8 model.hidden=16 train.batch_size=32 train.seeds=[0] train.device=cpu"
+for key in 1 2 3 4; do
+  "$copytask" bench $tiny --warmup 0 --steps 2 --json "$dir/c$key.json" > /dev/null
+done
+for key in 1 2 3; do
+  OMP_NUM_THREADS=2 "$python" scripts/baseline_pytorch.py --members 1 --batch-size 32 --train-examples 360 --embed 8 \
+    --hidden 16 --warmup 0 --steps 2 --json "$dir/b$key.json" > /dev/null
+done
+"$python" scripts/gpu_report.py bench "$dir"
+"$python" - "$dir" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+bench = json.load(open(os.path.join(out, "bench.json")))
+assert bench["device"] == "NVIDIA H100 80GB HBM3", bench["device"]
+assert len(bench["cases"]) == 4, len(bench["cases"])
+for case in bench["cases"]:
+    c, b = case["copytask"], case["baseline"]
+    assert abs(case["ratio"] - c["member_steps_per_second"] / b["member_steps_per_second"]) < 1e-9 * case["ratio"]
+    assert c["flops_per_second"] > 0
+study, uncaptured = bench["cases"][2]["copytask"], bench["cases"][3]["copytask"]
+assert abs(bench["reference_study_seconds_estimate"] - 2000 * study["members"] / study["member_steps_per_second"]) < 1e-6
+assert abs(bench["cuda_graph_gain"] - study["member_steps_per_second"] / uncaptured["member_steps_per_second"]) < 1e-9
+assert bench["fp32_peak_flops_per_second"] == 66.9e12
+assert abs(bench["fraction_of_fp32_peak"] - study["flops_per_second"] / 66.9e12) < 1e-15
+left = sorted(f for f in os.listdir(out) if f[0] in "bc" and f != "bench.json")
+assert not left, left
+print("gpu_report bench: 4 cases, the graph's gain and the FP32 share as computed")
+PY
