@@ -7,6 +7,11 @@
 #include "model/dropout_stream.h"
 
 namespace copytask {
+namespace {
+// 128-bit unsigned integers, a GCC and Clang extension (__extension__ says so to -Wpedantic):
+// the high half of a 64 x 64-bit product below.
+__extension__ typedef unsigned __int128 Uint128;
+}  // namespace
 
 void random_positions_draw(uint64_t key, int64_t T, int64_t range, int64_t* out) {
   // Floyd: for j = range-T .. range-1 take a uniform t in 0..j, or j itself when t is
@@ -17,7 +22,7 @@ void random_positions_draw(uint64_t key, int64_t T, int64_t range, int64_t* out)
   for (int64_t j = range - T; j < range; ++j) {
     const uint64_t bits = splitmix64_mix(key + (++counter) * kSplitMixGamma);
     // Uniform in 0..j by the high half of a 64 x 64-bit product (bias below 2^-50 for j < 2^14).
-    const auto t = static_cast<int64_t>((static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(j + 1)) >> 64);
+    const auto t = static_cast<int64_t>((static_cast<Uint128>(bits) * static_cast<uint64_t>(j + 1)) >> 64);
     const bool seen = std::find(out, out + taken, t) != out + taken;
     out[taken++] = seen ? j : t;
   }
