@@ -27,5 +27,5 @@ threads=$(( $(nproc) / jobs ))
 status=0
 seq 1 "$shards" | parallel --jobs "$jobs" --line-buffer --tagstring "[shard {}/$shards]" "$@" \
   "\"$binary\" compare --config \"$config\" --out \"$out\" --shard {}/$shards train.threads=$threads" || status=$?
-"$binary" report "$out"
+"$binary" report --run "$out"
 exit "$status"

@@ -28,7 +28,7 @@ if [ -z "${SLURM_ARRAY_TASK_ID:-}" ]; then
   "$binary" compare --config "$config" --print-config > /dev/null
   array=$(sbatch --parsable --array="1-$shards" "$@" "$0" "$config" "$out" "$shards")
   collect=$(sbatch --parsable --dependency="afterany:$array" --job-name=copytask-report "$@" \
-            --wrap "\"$binary\" report \"$out\"")
+            --wrap "\"$binary\" report --run \"$out\"")
   echo "submitted: array $array ($shards shards into $out), report $collect"
   exit 0
 fi

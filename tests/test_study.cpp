@@ -251,8 +251,9 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
   for (const char* file : {"config.json", "study.json", "run.json", "results.json", "attention.json", "positional.json",
                            "metrics.jsonl"})
     fs::copy_file(out / file, copy / file);
-  Outcome report = run("report " + copy.string());
+  Outcome report = run("report --run " + copy.string());
   ASSERT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_EQ(run("report").exit_code, 2) << "no folder";
   EXPECT_EQ(read_json(copy / "results.json"), results);
   EXPECT_EQ(read_json(copy / "positional.json"), read_json(out / "positional.json"));
   EXPECT_GT(fs::file_size(copy / "metrics.jsonl"), 0u);

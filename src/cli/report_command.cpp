@@ -1,6 +1,7 @@
-// copytask report DIR [--out FILE]: collects a study's complete members (from any number
-// of shards) into its results.json, attention.json, positional.json and metrics.jsonl,
-// then writes the HTML report (DIR/report.html by default).
+// copytask report --run DIR [--out FILE] (or report DIR): collects a study's complete
+// members (from any number of shards) into its results.json, attention.json,
+// positional.json and metrics.jsonl, then writes the HTML report (DIR/report.html by
+// default).
 #include <cstdio>
 #include <filesystem>
 
@@ -19,12 +20,18 @@ namespace fs = std::filesystem;
 
 CLI::App* report_command_add(CLI::App& app, ReportCommandOptions& options) {
   CLI::App& command = *app.add_subcommand("report", "collect a study's members (and shards) and write its HTML report");
-  command.add_option("dir", options.study_dir, "the study folder")->required();
+  // --run DIR as eval and predict take the folder; the bare DIR of earlier versions still works.
+  auto* run = command.add_option("--run", options.study_dir, "the study folder");
+  command.add_option("dir", options.study_dir, "the study folder (the same as --run DIR)")->excludes(run);
   command.add_option("--out", options.out_file, "the HTML file (default: DIR/report.html)");
   return &command;
 }
 
 int report_command_run(const ReportCommandOptions& options) {
+  if (options.study_dir.empty()) {
+    std::fprintf(stderr, "copytask report: which study? give its folder: copytask report --run DIR\n");
+    return kExitBadInput;
+  }
   const std::string out_file =
       options.out_file.empty() ? (fs::path(options.study_dir) / "report.html").string() : options.out_file;
   nlohmann::json results;
