@@ -203,8 +203,10 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
     std::printf("batch %lld: captured against uncaptured over %lld steps: loss %.2e, parameters %.2e\n",
                 static_cast<long long>(batch_size), static_cast<long long>(DeviceStep::kWarmupSteps + 10), worst_loss,
                 worst_parameter);
+    // Float tolerance: the GPU's gradient sums use atomics (embedding, index_select), so the
+    // two runs may differ in the last bits, and Adam carries that on.
     EXPECT_LT(worst_loss, 1e-5);
-    EXPECT_LT(worst_parameter, 1e-5);
+    EXPECT_LT(worst_parameter, 1e-4);
     EXPECT_LT(losses.back(), losses.front()) << "the replays trained";
   }
 }
