@@ -8,9 +8,9 @@
 #       env        the GPU, driver, PyTorch/LibTorch and CUDA versions, the C++ ABI, the tools
 #       configure  CMake with the wheel's LibTorch (cmake/dependencies.cmake falls back to .deps/)
 #       build      copytask and its tests; ldd of the binary
-#       test       the suite, CUDA tests included (without the five that need Debian's
-#                  packages: the browser, the shard scripts, the bundle rehearsal, Debian's
-#                  python3 with torch twice)
+#       test       the suite, CUDA tests included (without the six that need Debian's
+#                  packages or are reports for this side: the browser, the shard scripts,
+#                  the bundle rehearsal, Debian's python3 three times)
 #       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU, and the
 #                  reference study's step uncaptured too (the CUDA graph's gain) -> bench.json,
 #                  with the step's FLOP rate as a share of the GPU's FP32 peak
@@ -57,7 +57,7 @@ for name in "${stages[@]}"; do
     build) stage build 600 "cmake --build $build -j \$(nproc) && ldd $build/copytask" || break ;;
     test)
       stage test 600 "cd $build && ctest --output-on-failure --timeout 300 -j 4 \
-        -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|gpu_report)\$'" ;;
+        -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|gpu_report|compare_results)\$'" ;;
     bench)
       stage bench 600 "set -e
         b=$build/copytask

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Two runs of the same study side by side (e.g. the reference study on the CPU and on a GPU):
+per scheme, test exact match (mean +- std over seeds) in each, the largest difference of one
+seed's number between them, and a verdict:
+
+  same        every seed's test exact within --tolerance (the dropout stream and the data
+              are the same on every device, so a GPU run should land here, float rounding
+              aside)
+  in spread   not seed for seed, but the means differ by less than the larger seed std
+  differs     neither: a finding or a bug to explain
+
+    scripts/compare_results.py A/results.json B/results.json [--labels CPU GPU] [--tolerance 0.002] [--json FILE]
+
+Plain Python, no third-party modules; prints a Markdown table. Exit 0 when every scheme of A
+is in B, 2 otherwise.
+"""
+import argparse
+import json
+import sys
+
+
+def per_seed(scheme, metric="test_exact"):
+    return {run["seed"]: run[metric] for run in scheme["runs"]}
+
+
+def compare(a, b, tolerance):
+    rows, missing = [], []
+    for name in a["scheme_order"]:
+        if name not in b["schemes"]:
+            missing.append(name)
+            continue
+        sa, sb = a["schemes"][name], b["schemes"][name]
+        seeds_a, seeds_b = per_seed(sa), per_seed(sb)
+        common = sorted(set(seeds_a) & set(seeds_b))
+        largest = max((abs(seeds_a[s] - seeds_b[s]) for s in common), default=None)
+        ma, mb = sa["test_exact"]["mean"], sb["test_exact"]["mean"]
+        spread = max(sa["test_exact"].get("std") or 0.0, sb["test_exact"].get("std") or 0.0)
+        if largest is not None and largest <= tolerance and len(common) == len(seeds_a):
+            verdict = "same"
+        elif abs(ma - mb) <= spread:
+            verdict = "in spread"
+        else:
+            verdict = "differs"
+        rows.append({"scheme": name, "seeds": common, "a": sa["test_exact"], "b": sb["test_exact"],
+                     "largest_seed_difference": largest, "mean_difference": mb - ma, "verdict": verdict})
+    return rows, missing
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("--labels", nargs=2, default=["A", "B"])
+    ap.add_argument("--tolerance", type=float, default=0.002, help="per seed, test exact (0.002 = 2 of 1000 test inputs)")
+    ap.add_argument("--json", help="also write the comparison here")
+    args = ap.parse_args()
+    with open(args.a) as f:
+        a = json.load(f)
+    with open(args.b) as f:
+        b = json.load(f)
+    rows, missing = compare(a, b, args.tolerance)
+    la, lb = args.labels
+    print("| scheme | %s test exact | %s test exact | largest seed difference | verdict |" % (la, lb))
+    print("|---|---|---|---|---|")
+    for r in rows:
+        largest = "-" if r["largest_seed_difference"] is None else "%.4f" % r["largest_seed_difference"]
+        print("| %s | %.4f +- %.4f | %.4f +- %.4f | %s | %s |" % (r["scheme"], r["a"]["mean"], r["a"].get("std") or 0.0,
+                                                             r["b"]["mean"], r["b"].get("std") or 0.0, largest,
+                                                             r["verdict"]))
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("same", "in spread", "differs")}
+    print("\n%d schemes: %d same (every seed within %g), %d within the seed spread, %d differ" %
+          (len(rows), counts["same"], args.tolerance, counts["in spread"], counts["differs"]))
+    if missing:
+        print("missing from %s: %s" % (lb, ", ".join(missing)), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"labels": args.labels, "tolerance": args.tolerance, "schemes": rows, "missing": missing}, f,
+                      indent=2)
+            f.write("\n")
+    sys.exit(2 if missing else 0)
+
+
+if __name__ == "__main__":
+    main()
