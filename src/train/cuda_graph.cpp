@@ -6,6 +6,7 @@
 
 #ifdef COPYTASK_WITH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -26,9 +27,11 @@ CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
 CudaGraph::~CudaGraph() = default;
 
 void CudaGraph::capture(const std::function<void()>& work) {
-  // As torch.cuda.graph does: everything before finished, then the capture on a stream of
-  // its own (the default stream cannot be captured).
+  // As torch.cuda.graph does: everything before finished and the cached blocks given back
+  // (the graph's memory is a pool of its own: the warm-up's blocks would sit beside it),
+  // then the capture on a stream of its own (the default stream cannot be captured).
   torch::cuda::synchronize();
+  c10::cuda::CUDACachingAllocator::emptyCache();
   const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
   {
     const c10::cuda::CUDAStreamGuard on_stream(stream);
