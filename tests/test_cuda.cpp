@@ -96,6 +96,8 @@ TEST(Cuda, CpuAndCudaGiveTheSameLossAndGradients) {
   EXPECT_LT(worst, 1e-4);
 }
 
+// On the GPU the masks come from copytask's kernel (model/dropout_stream_kernel.cu) where the
+// build has it (CMake says "copytask's CUDA kernels: ON"), else from tensor operations.
 TEST(Cuda, TheDropoutStreamOnTheGpuEqualsTheCpusElementForElement) {
   COPYTASK_REQUIRE_CUDA();
   const DropoutStream stream({11, 22, 33}, 5, 0.1);

@@ -1,9 +1,10 @@
 // The GPU's training step with its state on the device (train/device_step.h), checked on
 // the CPU where it runs uncaptured: Adam with its step count on the device against
-// torch::optim::Adam, the dropout keys computed on the device against the host's stream,
-// and the whole step against TrainingStep's autograd step, step by step. (The captured
-// step against the uncaptured one needs a GPU: tests/test_cuda.cpp.) And the FLOP count the
-// bench divides by the step time to give the rate a GPU step achieves.
+// torch::optim::Adam; the dropout keys computed on the device, and the GPU kernel's mask of
+// one element (model/dropout_bits.h), against the host's stream; and the whole step against
+// TrainingStep's autograd step, step by step. (The captured step against the uncaptured one,
+// and the kernel itself, need a GPU: tests/test_cuda.cpp.) And the FLOP count the bench
+// divides by the step time to give the rate a GPU step achieves.
 #include <gtest/gtest.h>
 
 #include <torch/optim/adam.h>
@@ -71,9 +72,17 @@ TEST(DeviceStep, DropoutKeysFromTheDevicesStepCountAreTheStreams) {
   for (int64_t step : {0, 1, 2, 1999, 123456789}) {
     const DropoutStream stream(member_keys, static_cast<uint64_t>(step), 0.1);
     const auto on_device = dropout_step_keys(keys, torch::full({}, step, torch::kLong));  // (M)
-    for (size_t m = 0; m < member_keys.size(); ++m)
+    for (size_t m = 0; m < member_keys.size(); ++m) {
       EXPECT_EQ(static_cast<uint64_t>(on_device[static_cast<int64_t>(m)].item<int64_t>()), stream.step_keys[m])
           << "step " << step << " member " << m;
+      // The GPU kernel's element-by-element mask (model/dropout_bits.h) is fill()'s.
+      std::vector<float> row(1003);
+      stream.fill(static_cast<int64_t>(m), 5, 1003, row.data());
+      int64_t differing = 0;
+      for (int64_t i = 0; i < 1003; ++i)
+        differing += dropout_mask_of(stream.step_keys[m], 5 + i, stream.threshold, stream.kept_value) != row[i];
+      EXPECT_EQ(differing, 0) << "step " << step << " member " << m;
+    }
   }
   // And the encoder's masks at a step held in a tensor are the masks it draws at that step.
   Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"rope", 3, "rope", false}, {"t5", 4, "t5", true}},

@@ -4,6 +4,13 @@
 
 #include <torch/torch.h>
 
+#ifdef COPYTASK_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "model/dropout_stream_kernel.h"
+#endif
+
 namespace copytask {
 
 DropoutStream::DropoutStream(const std::vector<uint64_t>& member_keys, uint64_t step, double rate)
@@ -39,6 +46,19 @@ torch::Tensor dropout_stream_masks(const DropoutStream& stream, int64_t first, i
 torch::Tensor dropout_stream_masks(const torch::Tensor& step_keys, uint32_t threshold, float kept_value, int64_t first,
                                    int64_t count) {
   const int64_t M = step_keys.size(0);
+#ifdef COPYTASK_CUDA_KERNELS
+  if (step_keys.is_cuda()) {
+    // One kernel writes every mask (model/dropout_stream_kernel.cu), on the current stream.
+    const c10::cuda::CUDAGuard on_device(step_keys.device());
+    const auto keys = step_keys.contiguous();
+    auto out = torch::empty({M, count}, torch::TensorOptions().dtype(torch::kFloat32).device(step_keys.device()));
+    const int error = dropout_stream_masks_launch(keys.data_ptr<int64_t>(), M, first, count, threshold, kept_value,
+                                                  out.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(error == 0, "the dropout mask kernel did not launch (cudaError_t ", error, ")");
+    return out;  // (M, count)
+  }
+#endif
+  // Elsewhere (the CPU, or a CUDA build without the kernel): integer tensor operations.
   auto options = step_keys.options();
   const int64_t first_word = first >> 2, last_word = (first + count + 3) >> 2;  // the words that hold the range
   auto words = torch::arange(first_word, last_word, options);                                     // (W)

@@ -15,6 +15,7 @@
 
 #include <torch/types.h>
 
+#include "model/dropout_bits.h"
 #include "util/splitmix.h"
 
 namespace copytask {
@@ -34,8 +35,7 @@ struct DropoutStream {
     int64_t e = first;
     const int64_t end = first + count;
     while (e < end) {
-      const uint64_t word = static_cast<uint64_t>(e) >> 2;
-      uint64_t bits = splitmix64_mix(key + (word + 1) * kSplitMixGamma) >> (16 * (e & 3));
+      uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2) >> (16 * (e & 3));
       for (int64_t lane = e & 3; lane < 4 && e < end; ++lane, ++e, bits >>= 16)
         *out++ = (bits & 0xffff) < threshold ? 0.0f : kept_value;
     }

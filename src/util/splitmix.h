@@ -3,10 +3,17 @@
 // counter-based stream of copytask (dropout masks, randomized positions, per-member seeds).
 #include <cstdint>
 
+// Functions the GPU's kernels share with the CPU (compiled by nvcc as well as g++).
+#if defined(__CUDACC__)
+#define COPYTASK_HOST_DEVICE __host__ __device__
+#else
+#define COPYTASK_HOST_DEVICE
+#endif
+
 namespace copytask {
 
 // SplitMix64's output function: a well-mixed 64-bit value from any 64-bit counter.
-inline uint64_t splitmix64_mix(uint64_t x) {
+COPYTASK_HOST_DEVICE inline uint64_t splitmix64_mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
   return x ^ (x >> 31);
