@@ -35,7 +35,7 @@ nlohmann::json run_info_json(const RunInfo& info) {
                         {"status", info.status},
                         {"members_trained", info.members_trained},
                         {"members_skipped", info.members_skipped}};
-  // training_step: the step every batch ran on ("fused CPU", "autograd"), or the distinct
+  // training_step: the step every batch ran on ("fused CPU", "CUDA graph", "autograd"), or the distinct
   // ones comma-separated when batches differ; null before any batch ran.
   std::string steps;
   nlohmann::json batches = nlohmann::json::array();

@@ -19,8 +19,8 @@ struct BenchResult {
   int64_t members = 0;
   int64_t batch_size = 0;    // examples per member per step
   int64_t positions = 0;
-  std::string step;          // "fused CPU" (model/fused_cpu.h) or "autograd"
-  std::string fallback_reason;  // why a CPU model runs on the autograd step ("" otherwise)
+  std::string step;          // "fused CPU" (model/fused_cpu.h), "CUDA graph" (train/device_step.h) or "autograd"
+  std::string fallback_reason;  // why it runs on the autograd step, not the faster one meant ("" otherwise)
   std::vector<double> step_seconds;  // each timed step
   double step_seconds_min = 0, step_seconds_median = 0;
   double member_steps_per_second = 0;  // members / median step
