@@ -14,10 +14,16 @@ COPYTASK_HOST_DEVICE inline uint64_t dropout_word_bits(uint64_t step_key, uint64
   return splitmix64_mix(step_key + (word + 1) * kSplitMixGamma);
 }
 
-// Element e's mask: 0 when its 16 bits fall below threshold, else kept_value.
+// The mask of the element whose 16 bits are the low ones of `bits`: 0 (dropped) when they
+// fall below threshold, else kept_value.
+COPYTASK_HOST_DEVICE inline float dropout_mask_from_bits(uint64_t bits, uint32_t threshold, float kept_value) {
+  return (bits & 0xffff) < threshold ? 0.0f : kept_value;
+}
+
+// Element e's mask.
 COPYTASK_HOST_DEVICE inline float dropout_mask_of(uint64_t step_key, int64_t e, uint32_t threshold, float kept_value) {
   const uint64_t bits = dropout_word_bits(step_key, static_cast<uint64_t>(e) >> 2) >> (16 * (e & 3));
-  return (bits & 0xffff) < threshold ? 0.0f : kept_value;
+  return dropout_mask_from_bits(bits, threshold, kept_value);
 }
 
 }  // namespace copytask

@@ -37,7 +37,7 @@ struct DropoutStream {
     while (e < end) {
       uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2) >> (16 * (e & 3));
       for (int64_t lane = e & 3; lane < 4 && e < end; ++lane, ++e, bits >>= 16)
-        *out++ = (bits & 0xffff) < threshold ? 0.0f : kept_value;
+        *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
     }
   }
 };
