@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
-#include "compat/torch_compat.h"
 #include "model/dropout_stream.h"
 #include "parity_fixtures.h"
 #include "task/copy_task.h"
@@ -180,8 +179,7 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
                                      {"alibi", 4, "alibi", true}, {"sinusoidal+random", 5, "sinusoidal", false}};
   members.back().options.random_positions = 24;
   for (int64_t batch_size : {0, 32}) {
-    std::vector<uint64_t> batch_seeds;
-    for (const auto& member : members) batch_seeds.push_back(stream_seed(member.seed, 3));
+    const std::vector<uint64_t> batch_seeds = minibatch_seeds(members);
     const int64_t B = batch_size == 0 ? data.train_inputs.size(0) : batch_size;
     MemberBatcher batcher_a(data.train_inputs.size(0), B, batch_seeds), batcher_b(data.train_inputs.size(0), B, batch_seeds);
     Encoder captured_model(test::small_shape(0.1), members, kCuda), plain_model(test::small_shape(0.1), members, kCuda);

@@ -9,7 +9,6 @@
 
 #include <torch/optim/adam.h>
 
-#include "compat/torch_compat.h"
 #include "model/dropout_stream.h"
 #include "task/copy_task.h"
 #include "test_util.h"
@@ -118,9 +117,7 @@ void expect_trains_like_the_autograd_step(int64_t batch_size) {
   TrainingStep autograd(reference, data, train, StepOptions{/*fused_cpu=*/false});
   ASSERT_EQ(autograd.name(), "autograd");
   const int64_t B = autograd.batch_size();
-  std::vector<uint64_t> batch_seeds;
-  for (const auto& member : members) batch_seeds.push_back(stream_seed(member.seed, 3));  // as TrainingStep's
-  MemberBatcher batcher(data.train_inputs.size(0), B, batch_seeds);
+  MemberBatcher batcher(data.train_inputs.size(0), B, minibatch_seeds(members));  // as TrainingStep's
   DeviceStep device_step(model, data, B, batch_size == 0 ? nullptr : &batcher, train.lr, /*capture=*/false);
   double worst_loss = 0;
   for (int step = 1; step <= 8; ++step) {

@@ -33,6 +33,12 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   return data;
 }
 
+std::vector<uint64_t> minibatch_seeds(const std::vector<MemberSpec>& members) {
+  std::vector<uint64_t> seeds;
+  for (const auto& member : members) seeds.push_back(stream_seed(member.seed, 3));
+  return seeds;
+}
+
 TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainConfig& train, StepOptions options)
     : model_(model),
       data_(data),
@@ -45,9 +51,7 @@ TrainingStep::TrainingStep(Encoder& model, const TrainData& data, const TrainCon
       fused_(options.fused_cpu && fused_cpu_unsupported(*model).empty()) {
   if (!fused_ && model->device().is_cpu())
     fallback_reason_ = options.fused_cpu ? fused_cpu_unsupported(*model) : "the fused CPU step is switched off";
-  std::vector<uint64_t> batch_seeds;
-  for (const auto& member : model->members()) batch_seeds.push_back(stream_seed(member.seed, 3));
-  batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, batch_seeds);
+  batcher_ = std::make_unique<MemberBatcher>(data.train_inputs.size(0), batch_size_, minibatch_seeds(model->members()));
   // Full batch: every member sees the whole split, the same tensors every step.
   if (full_batch_) {
     full_inputs_ = data.train_inputs.unsqueeze(0).expand({members_, batch_size_, positions_});    // (M, N, T)
@@ -73,7 +77,10 @@ std::string TrainingStep::fallback_reason() const {
 }
 
 void TrainingStep::set_lr(double lr) {
-  if (device_step_) device_step_->set_lr(lr);
+  if (device_step_) {
+    device_step_->set_lr(lr);  // the GPU's step keeps its own Adam, on the device
+    return;
+  }
   // One parameter group: every member's parameters share the study's schedule.
   for (auto& group : optimizer_.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }

@@ -43,6 +43,9 @@ struct TrainOutcome {
 class MemberBatcher;
 class DeviceStep;
 
+// Each member's minibatch stream seed (from its own seed alone), for its MemberBatcher.
+std::vector<uint64_t> minibatch_seeds(const std::vector<MemberSpec>& members);
+
 // On the autograd path (the CPU step when the fused kernel is switched off or cannot run
 // the model), a full-batch step runs in chunks of this many examples per member, so each
 // chunk's activations stay in the caches instead of streaming through memory pass after
