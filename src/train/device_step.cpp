@@ -37,6 +37,10 @@ DeviceStep::DeviceStep(Encoder& model, const TrainData& data, int64_t batch_size
 
 DeviceStep::~DeviceStep() = default;
 
+void DeviceStep::forget_gradients() {
+  for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+}
+
 void DeviceStep::work() {
   const int64_t M = members_, B = batch_size_, T = positions_;
   torch::Tensor inputs = full_inputs_, targets = full_targets_;
@@ -68,7 +72,7 @@ torch::Tensor DeviceStep::run() {
   if (replay && !graph_) {
     // The gradients' buffers are made inside the capture, in the graph's memory, and every
     // replay rewrites them (as torch.cuda.graph's whole-network example does).
-    for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+    forget_gradients();
     auto graph = std::make_unique<CudaGraph>();
     try {
       graph->capture([this] { work(); });  // records only: the step runs at the replay below
@@ -80,7 +84,7 @@ torch::Tensor DeviceStep::run() {
   if (graph_) {
     graph_->replay();
   } else {
-    for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
+    forget_gradients();  // backward sets them afresh, as the uncaptured autograd step's zeroing does
     work();
   }
   ++steps_run_;

@@ -49,6 +49,8 @@ class DeviceStep {
  private:
   // The step's device work: what the graph captures.
   void work();
+  // Every parameter's gradient undefined, for backward to make (before a step or a capture).
+  void forget_gradients();
 
   Encoder& model_;
   const TrainData& data_;
