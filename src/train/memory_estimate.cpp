@@ -47,8 +47,9 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
     const double per_example = L * (20 * T * D + 5 * H * T * T + 5 * T * F) + 5 * T * V;
     const double dropout = L * (H * T * T + 2 * T * D + T * F);
     training += 4 * M * B * (per_example + dropout);
-    // On a GPU the masks come from integer tensor operations (model/dropout_stream.h): at
-    // their peak about 20 bytes of int64 temporaries for every mask element.
+    // On a GPU built without copytask's kernel the masks come from integer tensor
+    // operations (model/dropout_stream.h): at their peak about 20 bytes of int64 temporaries
+    // for every mask element. Counted on every GPU build, on the high side.
     if (!device.is_cpu()) training += 20 * M * B * dropout;
   }
   // Length generalization (eval.max_len): the longest length's tables and a chunk of its
