@@ -67,7 +67,7 @@ def fp32_peak(name):
     return None
 
 
-def bench(out, env_name=None):
+def bench(out):
     cases = []
     # Case 4 is case 3 with the CUDA graph off: the same baseline, and the graph's own gain.
     for key, base, label in (("1", "1", "reference, full batch, 1 member"), ("2", "2", "quick, batch 128, 18 members"),
@@ -81,7 +81,7 @@ def bench(out, env_name=None):
                b["member_steps_per_second"], ratio))
     study = cases[2]["copytask"]
     seconds = 2000 * study["members"] / study["member_steps_per_second"]
-    gpu = study.get("gpu", {}).get("name") or env_name or study.get("device")
+    gpu = study.get("gpu", {}).get("name") or study.get("device")
     peak = fp32_peak(gpu)
     record = {"device": gpu, "reference_study_seconds_estimate": seconds,
               "reference_study_ratio_estimate": cases[2]["ratio"],
@@ -112,9 +112,7 @@ def main():
     elif verb == "env":
         env(sys.argv[2])
     elif verb == "bench":
-        summary = os.path.join(sys.argv[2], "summary.json")
-        name = load(summary).get("env", {}).get("gpu") if os.path.exists(summary) else None
-        bench(sys.argv[2], name if isinstance(name, str) else None)
+        bench(sys.argv[2])
     elif verb == "study":
         data = load(sys.argv[2])
         data["study"] = {"run": load(sys.argv[3]), "wall_seconds": float(sys.argv[4])}
