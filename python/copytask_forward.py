@@ -13,9 +13,13 @@ member axis of size 1.
     print(logits.argmax(-1))   # tensor([[7, 1, 8, 2, 10, 7, 1, 8, 2, 0]])
 
 The model (DESIGN.md sections 1 and 2): token embedding (+ sinusoidal or learned
-positions), pre-LN blocks of attention (q/k/v without bias, RoPE on q and k, a score bias,
-causal mask) and a ReLU feed-forward, a final LayerNorm and the head. Weights are stored
-(in, out): y = x @ W + b. Shapes: B batch, T positions, D embed, H heads, Dh = D / H.
+positions), pre-LN blocks of attention and a ReLU feed-forward, a final LayerNorm and the
+head. Weights are stored (in, out): y = x @ W + b. Shapes: B batch, T positions, D embed,
+H heads, Dh = D / H, L blocks. Attention of block l, with a = LN1(x):
+    q, k, v = a @ W_qkv (no bias); q, k rotated (rope, xpos), then scaled (xpos)
+    S  = q k^T / sqrt(Dh)
+    Z  = S (+ the score bias B) (+ the content term C: cope, fox or dape)
+    Z' = m Z (length scale), then the causal mask, softmax over the keys, @ v.
 
 Positional schemes (model["positional"]), with their option keys in model (a key that is
 absent takes its default, as in older result.json files) and their parameters
@@ -35,8 +39,27 @@ positional.<name>:
     fire         bias_mlp_hidden 32, fire_threshold 0 (= the context: model["context"] if
                  given, else T); positional.c (1), positional.threshold_scale (1),
                  positional.mlp0_weight, mlp0_bias, mlp1_weight, mlp1_bias
+    xpos         (causal only) rope_base 10000, rope_fraction 1, xpos_scale_base 512: RoPE,
+                 then pair r of q at position p times zeta_r^((p - c) / gamma) and of k times
+                 zeta_r^(-(p - c) / gamma), zeta_r = (2r / (2*R2) + 0.4) / 1.4 (1 for r >= R2),
+                 gamma = xpos_scale_base, c = T // 2; no parameters
+    cope         cope_positions 0 (= the context); positional.left_embedding (L, npos, Dh) and,
+                 bidirectional, positional.right_embedding (L, npos, Dh). C_ij interpolates
+                 q_i . E[p] at p = min(sum of sigmoid(S_it) for t from j to i, npos - 1);
+                 npos is read from the table (the rows of left_embedding)
+    fox          positional.gate_weight (L, D, sides*H), positional.gate_bias (L, sides*H),
+                 sides 1 causal, 2 bidirectional: C_ij = sum of ln sigmoid(a_t W + b) over
+                 t = j+1..i (j <= i; columns 0..H-1) or t = i..j-1 (j > i; columns H..2H-1)
 A score bias (H, T, T) is a function of d = i - j (query i, key j; d > 0: the key is to
 the left); it is added after the 1/sqrt(Dh) scaling and before the causal mask.
+
+Options of several schemes:
+    dape         dape false, dape_hidden 32 (alibi, t5, dynamic, kerple, fire only): per
+                 block a leaky_relu (0.01) MLP of [S^(0..H-1), B^(0..H-1)] per (i, j) gives C;
+                 positional.dape.weight1 (L, 2H, W), dape.bias1 (L, W), dape.weight2 (L, W, H),
+                 dape.bias2 (L, H)
+    length_scale length_scale false (every scheme): m[l, h, i] = scale[l, h] * ln(n_i),
+                 n_i = i + 1 (causal) or T (bidirectional); positional.length_scale.scale (L, H)
 
 Randomized positions (model["random_positions"] = L > 0): this script places every token at
 0..T-1, not at the sorted random subset of 0..L-1 that copytask draws in training and
@@ -48,7 +71,9 @@ import math
 
 import torch
 
-SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire")
+SCHEMES = ("none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire",
+           "xpos", "cope", "fox")
+BIAS_SCHEMES = ("alibi", "t5", "dynamic", "kerple", "fire")   # the schemes DAPE may read
 
 DEFAULTS = {
     "rope_base": 10000.0,
@@ -63,6 +88,11 @@ DEFAULTS = {
     "dynamic_depth": 2,
     "dynamic_log_distance": False,
     "fire_threshold": 0.0,
+    "cope_positions": 0,
+    "xpos_scale_base": 512.0,
+    "dape": False,
+    "dape_hidden": 32,
+    "length_scale": False,
 }
 
 
@@ -86,15 +116,82 @@ def _sinusoidal(T, D):
     return table.float()
 
 
+def _rope_pairs(Dh, fraction):
+    """R2, the pairs that rotate."""
+    return min(Dh // 2, max(1, int(math.floor(fraction * Dh / 2))))
+
+
 def _rope(x, base, fraction):
     """Rotates the pairs (2i, 2i+1), i < R2, of x (B, H, T, Dh) by p * base^(-2i/(2*R2))."""
     T, Dh = x.shape[-2], x.shape[-1]
-    R2 = min(Dh // 2, max(1, int(math.floor(fraction * Dh / 2))))
+    R2 = _rope_pairs(Dh, fraction)
     angle = torch.arange(T, dtype=torch.float64)[:, None] * float(base) ** (-torch.arange(0, 2 * R2, 2, dtype=torch.float64) / (2 * R2))
     cos, sin = angle.cos().float(), angle.sin().float()                  # (T, R2)
     a, b = x[..., 0:2 * R2:2], x[..., 1:2 * R2:2]
     rotated = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
     return torch.cat([rotated, x[..., 2 * R2:]], dim=-1)
+
+
+def _xpos_scale(x, sign, fraction, gamma):
+    """xPos's scale of the (rotated) q (sign 1) or k (sign -1), x (B, H, T, Dh): pair r at
+    position p times exp(sign * (p - T // 2) / gamma * ln zeta_r)."""
+    T, Dh = x.shape[-2], x.shape[-1]
+    R2 = _rope_pairs(Dh, fraction)
+    r = torch.arange(Dh // 2, dtype=torch.float64)
+    log_zeta = torch.where(r < R2, torch.log((2 * r / (2 * R2) + 0.4) / 1.4), torch.zeros(()))
+    u = (torch.arange(T, dtype=torch.float64)[:, None] - T // 2) / float(gamma) * log_zeta  # (T, Dh/2)
+    return x * torch.exp(sign * u).repeat_interleave(2, dim=-1).float()
+
+
+def _cope(p, block, q, scores, causal):
+    """CoPE's C (B, H, T, T): gates sigmoid(S), p_ij their sum from the key to the query
+    (both included), P = min(p, npos - 1), (1 - w) q_i . E[floor P] + w q_i . E[ceil P]."""
+    T = scores.shape[-1]
+    row, col = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    gates = scores.sigmoid()
+    position = gates.masked_fill(col > row, 0.0).flip(-1).cumsum(-1).flip(-1)   # t = j..i
+    if not causal:
+        right = gates.masked_fill(col < row, 0.0).cumsum(-1)                     # t = i..j
+        position = torch.where(col <= row, position, right)
+    sides = [("left", col <= row)] + ([] if causal else [("right", col > row)])
+    term = torch.zeros_like(scores)
+    for side, where in sides:
+        table = p["positional.%s_embedding" % side][block]                       # (npos, Dh)
+        P = position.clamp(max=table.shape[0] - 1)
+        low, high = P.floor(), P.ceil()
+        w = P - low
+        qe = q @ table.t()                                                        # (B, H, T, npos)
+        value = (1 - w) * qe.gather(-1, low.long()) + w * qe.gather(-1, high.long())
+        term = torch.where(where, value, term)
+    return term
+
+
+def _fox(p, block, a, H, causal):
+    """FoX's C (B, H, T, T) from the attention input a (B, T, D): sums of ln sigmoid gates,
+    t = j+1..i for j <= i, t = i..j-1 (the right gates) for j > i."""
+    T = a.shape[1]
+    f = torch.nn.functional.logsigmoid(a @ p["positional.gate_weight"][block] + p["positional.gate_bias"][block])
+    f = f.transpose(1, 2)                                                          # (B, sides*H, T)
+    total = f[:, :H].cumsum(-1)
+    left = total[..., :, None] - total[..., None, :]
+    at_or_left = torch.ones(T, T, dtype=torch.bool).tril()
+    if causal:
+        return left.masked_fill(~at_or_left, 0.0)
+    before = f[:, H:].cumsum(-1) - f[:, H:]                                        # sum over t < i
+    return torch.where(at_or_left, left, before[..., None, :] - before[..., :, None])
+
+
+def _dape(p, block, scores, bias):
+    """DAPE's C (B, H, T, T): an MLP of [S^(0..H-1), B^(0..H-1)] per (i, j)."""
+    u = torch.cat([scores, bias.expand_as(scores)], dim=1).permute(0, 2, 3, 1)    # (B, T, T, 2H)
+    hidden = torch.nn.functional.leaky_relu(u @ p["positional.dape.weight1"][block] + p["positional.dape.bias1"][block], 0.01)
+    return (hidden @ p["positional.dape.weight2"][block] + p["positional.dape.bias2"][block]).permute(0, 3, 1, 2)
+
+
+def _length_multiplier(p, block, T, causal):
+    """(H, T, 1): scale[l, h] * ln(n_i), n_i = i + 1 (causal) or T."""
+    n = torch.arange(1, T + 1, dtype=torch.float64) if causal else torch.full((T,), float(T), dtype=torch.float64)
+    return p["positional.length_scale.scale"][block][:, None, None] * n.log().float()[None, :, None]
 
 
 def _paper_slopes(H):
@@ -173,6 +270,15 @@ def forward(params, model, tokens):
     scheme = model["positional"]
     if scheme not in SCHEMES:
         raise ValueError("unknown positional scheme %r; copytask_forward knows %s" % (scheme, ", ".join(SCHEMES)))
+    if scheme == "xpos" and not model["causal"]:
+        raise ValueError("xpos is causal only; this member has causal false")
+    if _option(model, "dape") and scheme not in BIAS_SCHEMES:
+        raise ValueError("dape needs a score bias scheme (%s), not %r" % (", ".join(BIAS_SCHEMES), scheme))
+    if scheme == "cope" and "positional.left_embedding" in params:
+        npos = params["positional.left_embedding"].shape[-2]
+        expected = int(_option(model, "cope_positions")) or int(model.get("context") or npos)
+        if expected != npos:
+            raise ValueError("cope_positions %d does not match positional.left_embedding's %d rows" % (expected, npos))
     p = {name: value[0] for name, value in params.items() if not name.startswith("meta.")}
     B, T = tokens.shape
     D, H = p["tok_emb"].shape[1], model["heads"]
@@ -200,15 +306,27 @@ def forward(params, model, tokens):
         h = layer_norm(x, prefix + "ln1")
         q, k, v = (h @ p[prefix + "attn.qkv.weight"]).split(D, dim=-1)  # (B, T, D) each
         q, k, v = (t.view(B, T, H, Dh).transpose(1, 2) for t in (q, k, v))  # (B, H, T, Dh)
-        if scheme == "rope":
+        if scheme in ("rope", "xpos"):
             base, fraction = _option(model, "rope_base"), _option(model, "rope_fraction")
             q, k = _rope(q, base, fraction), _rope(k, base, fraction)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)                 # (B, H, T, T)
+        if scheme == "xpos":
+            fraction, gamma = _option(model, "rope_fraction"), _option(model, "xpos_scale_base")
+            q, k = _xpos_scale(q, 1.0, fraction, gamma), _xpos_scale(k, -1.0, fraction, gamma)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)                 # S (B, H, T, T)
+        logits = scores
         if bias is not None:
-            scores = scores + bias
+            logits = logits + bias
+        if scheme == "cope":
+            logits = logits + _cope(p, block, q, scores, model["causal"])
+        elif scheme == "fox":
+            logits = logits + _fox(p, block, h, H, model["causal"])
+        elif _option(model, "dape"):
+            logits = logits + _dape(p, block, scores, bias)
+        if _option(model, "length_scale"):
+            logits = _length_multiplier(p, block, T, model["causal"]) * logits
         if model["causal"]:
-            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-        weights = scores.softmax(-1)
+            logits = logits.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        weights = logits.softmax(-1)
         attention.append(weights)
         out = (weights @ v).transpose(1, 2).reshape(B, T, D)              # (B, T, D)
         x = x + out @ p[prefix + "attn.proj.weight"] + p[prefix + "attn.proj.bias"]

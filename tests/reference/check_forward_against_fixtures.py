@@ -5,7 +5,9 @@ For every tests/fixtures/parity_*.json: the fixture's parameters become a checkp
 (float32, a leading member axis of size 1, as in a member's model.pt), its config and
 options a result.json "model" entry; forward() on the fixture's tokens must give the
 fixture's logits and attention within float32 tolerance. Prints the largest differences;
-exits non-zero on a mismatch or when a fixture is missing.
+exits non-zero on a mismatch, when a fixture is missing, when a causal-only variant
+(xpos) has a bidirectional file, or when forward() accepts what it must refuse (an
+unknown scheme, a bidirectional xpos, dape without a score bias).
 
 Usage:
     /usr/bin/python3 tests/reference/check_forward_against_fixtures.py [--fixtures tests/fixtures]
@@ -26,7 +28,17 @@ from copytask_forward import forward  # noqa: E402
 TOLERANCE = 1e-4
 # The variants of make_parity_fixtures.py (not imported: it sets float64 as torch's default).
 VARIANTS = ["none", "sinusoidal", "learned", "rope", "rope_partial", "alibi", "alibi_offset",
-            "alibi_two_sided", "alibi_learned", "t5", "dynamic", "dynamic_log", "kerple", "fire"]
+            "alibi_two_sided", "alibi_learned", "t5", "dynamic", "dynamic_log", "kerple", "fire",
+            "xpos", "xpos_partial", "cope", "cope_clamped", "fox",
+            "alibi_dape", "t5_dape", "dynamic_dape", "kerple_dape", "fire_dape",
+            "none_length_scale", "rope_length_scale", "t5_length_scale", "cope_length_scale",
+            "fox_length_scale", "xpos_length_scale", "kerple_dape_length_scale"]
+# Variants of a causal-only scheme (xpos): only parity_<variant>_causal.json exists.
+CAUSAL_ONLY = {"xpos", "xpos_partial", "xpos_length_scale"}
+
+
+def causal_suffixes(variant):
+    return ("_causal",) if variant in CAUSAL_ONLY else ("", "_causal")
 
 
 def tensor(entry):
@@ -53,19 +65,28 @@ def main():
     ap.add_argument("--fixtures", default=os.path.normpath(os.path.join(HERE, "..", "fixtures")))
     args = ap.parse_args()
     paths = sorted(glob.glob(os.path.join(args.fixtures, "parity_*.json")))
-    expected = {"parity_%s%s.json" % (v, c) for v in VARIANTS for c in ("", "_causal")}
-    missing = sorted(expected - {os.path.basename(path) for path in paths})
+    expected = {"parity_%s%s.json" % (v, c) for v in VARIANTS for c in causal_suffixes(v)}
+    names = {os.path.basename(path) for path in paths}
+    missing = sorted(expected - names)
     if missing:
         print("FAIL: missing in %s: %s" % (args.fixtures, ", ".join(missing)))
         return 1
-
-    # Unknown schemes are an error, not a silent "none".
-    try:
-        forward({}, {"positional": "xpos", "heads": 2, "blocks": 1, "causal": False}, torch.zeros(1, 1, dtype=torch.int64))
-        print("FAIL: an unknown scheme did not raise ValueError")
+    stale = sorted("parity_%s.json" % v for v in CAUSAL_ONLY if "parity_%s.json" % v in names)
+    if stale:
+        print("FAIL: causal-only variants with a bidirectional file: " + ", ".join(stale))
         return 1
-    except ValueError as error:
-        assert "xpos" in str(error) and "fire" in str(error), error
+
+    # Unknown schemes and refused combinations are an error, not a silent other model.
+    refused = [({"positional": "nope", "heads": 2, "blocks": 1, "causal": False}, ("nope", "fire", "fox")),
+               ({"positional": "xpos", "heads": 2, "blocks": 1, "causal": False}, ("xpos", "causal")),
+               ({"positional": "rope", "heads": 2, "blocks": 1, "causal": True, "dape": True}, ("dape", "rope"))]
+    for model, words in refused:
+        try:
+            forward({}, model, torch.zeros(1, 1, dtype=torch.int64))
+            print("FAIL: forward() accepted %s" % model)
+            return 1
+        except ValueError as error:
+            assert all(word in str(error) for word in words), error
 
     failed = []
     worst = (0.0, 0.0)

@@ -11,30 +11,67 @@ produce numbers the C++ model must reproduce.
 Model (pre-LN transformer encoder, no dropout):
 
     x = tok_emb[tokens]   (+ sinusoidal PE | + positional.table, for those schemes)
-    for each block:
-        x = x + Attn(LN1(x))    # q/k rotation (RoPE), score bias (ALiBi, T5,
-                                # dynamic, KERPLE, FIRE), causal mask optional
+    for each block l:
+        x = x + Attn_l(LN1(x))  # see below
         x = x + FF(LN2(x))      # relu MLP
     logits = LN_f(x) @ W_head + b_head
     loss = mean cross-entropy over all B*T positions
 
-Attention: scores = q k^T / sqrt(Dh) + bias[h, i, j], then the causal -inf
-mask (j > i), applied last.  d = i - j is the signed distance (d > 0: the key
-is to the left of the query).  All weight matrices are stored in the (in, out)
-layout, i.e. ``y = x @ W``; a scheme's parameters are ``positional.<name>``.
+Attention of block l, in the order of the spec (a = LN1(x), the attention input):
+
+    q, k, v = a @ Wqkv, split per head              (no bias)
+    q, k    = rotate(q), rotate(k)                  (RoPE, xPos)
+    q, k    = q * exp(u_q), k * exp(u_k)            (xPos's qk scale)
+    S       = q k^T / sqrt(Dh)                      ("scores")
+    Z       = S (+ bias[h, i, j]) (+ C)             (score bias: ALiBi, T5, dynamic,
+                                                     KERPLE, FIRE; content term C:
+                                                     CoPE, FoX or DAPE)
+    Z'      = m[l, h, i] * Z                        (length scale, when on)
+    then the causal -inf mask (j > i), applied last, softmax over j, @ v.
+
+d = i - j is the signed distance (d > 0: the key is to the left of the query).
+All weight matrices are stored in the (in, out) layout, i.e. ``y = x @ W``; a
+scheme's parameters are ``positional.<name>``, the options' ``positional.dape.<name>``
+and ``positional.length_scale.scale``.  Per-block parameters (CoPE, FoX, DAPE,
+length scale) have a leading L (blocks) axis.
 
 For each variant of VARIANTS (a scheme and its options) and each causal flag
 (false, true) it writes ``parity_<variant>[_causal].json`` with the config
 (options included), tokens, targets, all parameters, logits, loss, gradients of
 the loss with respect to every parameter, and the attention probabilities of
-every block.  Before writing, a number of self-checks are asserted: every
-scheme's table against its closed form computed a second way, RoPE properties,
+every block.  A causal-only scheme (CAUSAL_ONLY: xpos, whose scale grows without
+bound towards keys to the right, so the spec refuses it without the causal mask)
+has only the causal file.  Before writing, a number of self-checks are asserted:
+every scheme's table against its closed form computed a second way, RoPE and
+xPos properties, every content term (CoPE, FoX, DAPE), the length multiplier and
+the order of the terms against explicit loops from math, FoX's mirror image,
 causality, a cross-check of the blocks against ``nn.TransformerEncoderLayer``
-for every scheme without q/k rotation, and a finite difference check of the
-gradients of every parameter.
+for every scheme whose positional term is a fixed score bias, and a finite
+difference check of the gradients of every parameter.
+
+Readings of the spec (issue 21) where it leaves a choice:
+  * xPos's R2: the spec writes floor(fraction * Dh / 2); it is RoPE's rule, so this
+    reference takes RoPE's max(1, floor(fraction * Dh / 2)) (the same at the
+    fixtures' Dh = 4, fraction 0.5 or 1).  xPos's centre c = floor(P / 2) with
+    P = T (the table covers the input's positions); c cancels in q_i . k_j.
+  * CoPE: g_it = sigmoid(S_it) of the scores before any bias (and before the
+    length multiplier); p_ii = g_ii on both sides (both sums include t = i).
+    npos = cope_positions, or the context T when 0.  Under the causal mask only
+    left_embedding exists and the term of j > i is not computed (masked anyway).
+  * FoX: the gates' input is the block's attention input a = LN1(x); f^L_0 (and
+    f^R_{T-1}) never enter a sum.
+  * DAPE: u = [S^(0..H-1), B^(0..H-1)] in this order (heads of S, then heads of B);
+    the same bias B (shared by the blocks) is the input of every block's MLP.
+  * Length scale: n_i = i + 1 (causal) or T (bidirectional); under the causal mask
+    row 0 has m = 0 (ln 1), which leaves its one unmasked weight at 1.
 
 Usage:
-    /usr/bin/python3 tests/reference/make_parity_fixtures.py [--out tests/fixtures]
+    /usr/bin/python3 tests/reference/make_parity_fixtures.py [--out tests/fixtures] [--only VARIANT ...]
+
+The float64 values are reproducible on one machine, but a gradient that is a long
+reduction (positional.mlp0_weight of dynamic and fire sums over T*T distances) may
+differ in its last bits on another CPU: --only regenerates some variants without
+rewriting the others.
 """
 
 import argparse
@@ -60,7 +97,9 @@ BATCH = 4
 LN_EPS = 1e-5
 
 # (variant, scheme, options).  The order fixes the seeds: the file of variant n
-# has seed BASE_SEED + 2n (causal off) and BASE_SEED + 2n + 1 (causal on).
+# has seed BASE_SEED + 2n (causal off) and BASE_SEED + 2n + 1 (causal on); a
+# variant of a CAUSAL_ONLY scheme has only the causal file (2n is left unused).
+# New variants are appended, so that the files of the earlier ones stay the same.
 VARIANTS = [
     ("none", "none", {}),
     ("sinusoidal", "sinusoidal", {}),
@@ -76,7 +115,39 @@ VARIANTS = [
     ("dynamic_log", "dynamic", {"bias_mlp_hidden": 6, "dynamic_depth": 3, "dynamic_log_distance": True}),
     ("kerple", "kerple", {}),
     ("fire", "fire", {"bias_mlp_hidden": 6, "fire_threshold": 4.0}),
+    # Issue 21: content-dependent schemes and the options dape and length_scale.
+    ("xpos", "xpos", {"xpos_scale_base": 8.0}),                                   # causal only
+    ("xpos_partial", "xpos", {"xpos_scale_base": 8.0, "rope_fraction": 0.5, "rope_base": 100.0}),
+    ("cope", "cope", {}),
+    ("cope_clamped", "cope", {"cope_positions": 4}),
+    ("fox", "fox", {}),
+    ("alibi_dape", "alibi", {"dape": True, "dape_hidden": 6}),
+    ("t5_dape", "t5", {"t5_buckets": 8, "t5_max_distance": 20, "dape": True, "dape_hidden": 6}),
+    ("dynamic_dape", "dynamic", {"bias_mlp_hidden": 6, "dape": True, "dape_hidden": 6}),
+    ("kerple_dape", "kerple", {"dape": True, "dape_hidden": 6}),
+    ("fire_dape", "fire", {"bias_mlp_hidden": 6, "fire_threshold": 4.0, "dape": True, "dape_hidden": 6}),
+    ("none_length_scale", "none", {"length_scale": True}),
+    ("rope_length_scale", "rope", {"length_scale": True}),
+    ("t5_length_scale", "t5", {"t5_buckets": 8, "t5_max_distance": 20, "length_scale": True}),
+    ("cope_length_scale", "cope", {"length_scale": True}),
+    ("fox_length_scale", "fox", {"length_scale": True}),
+    ("xpos_length_scale", "xpos", {"xpos_scale_base": 8.0, "length_scale": True}),  # causal only
+    ("kerple_dape_length_scale", "kerple", {"dape": True, "dape_hidden": 6, "length_scale": True}),
 ]
+# Schemes that exist only with the causal mask: xPos scales q_i . k_j by
+# zeta^((i - j) / gamma) with zeta < 1, which grows without bound towards keys to the
+# right (j > i); the spec refuses a bidirectional xpos model.
+CAUSAL_ONLY = {"xpos"}
+
+
+def causal_flags(scheme):
+    """The causal flags a variant of this scheme has files for, in file order."""
+    return (True,) if scheme in CAUSAL_ONLY else (False, True)
+
+
+def fixture_name(variant, causal):
+    return f"parity_{variant}{'_causal' if causal else ''}.json"
+
 BASE_SEED = 20240601
 
 # Every option key, its default, and the schemes that read it.
@@ -93,6 +164,11 @@ DEFAULTS = {
     "dynamic_depth": 2,
     "dynamic_log_distance": False,
     "fire_threshold": 0.0,
+    "cope_positions": 0,         # 0 = the context
+    "xpos_scale_base": 512.0,
+    "dape": False,
+    "dape_hidden": 32,
+    "length_scale": False,
 }
 SCHEME_OPTIONS = {
     "none": [], "sinusoidal": [], "learned": [], "kerple": [],
@@ -101,8 +177,17 @@ SCHEME_OPTIONS = {
     "t5": ["t5_buckets", "t5_max_distance"],
     "dynamic": ["bias_mlp_hidden", "dynamic_depth", "dynamic_log_distance"],
     "fire": ["bias_mlp_hidden", "fire_threshold"],
+    "xpos": ["rope_base", "rope_fraction", "xpos_scale_base"],
+    "cope": ["cope_positions"],
+    "fox": [],
 }
 SCHEMES = list(SCHEME_OPTIONS)
+# DAPE reads a score bias: it is an option of the score-bias schemes only.
+BIAS_SCHEMES = ["alibi", "t5", "dynamic", "kerple", "fire"]
+for _scheme in BIAS_SCHEMES:
+    SCHEME_OPTIONS[_scheme] += ["dape", "dape_hidden"]
+for _scheme in SCHEMES:   # the length scale multiplies the whole logit of any scheme
+    SCHEME_OPTIONS[_scheme] += ["length_scale"]
 
 
 def resolve_options(scheme, options):
@@ -143,8 +228,11 @@ def _ln_bias(gen, D):
 
 
 # ----------------------------------------------------------------------------
-# Positional schemes.  Each is a module with three hooks; the base class is
-# "none" (no positions).  Parameters are drawn at random from the fixture's
+# Positional schemes.  Each is a module with six hooks; the base class is
+# "none" (no positions).  The options DAPE and length scale are sub-modules
+# "dape" and "length_scale" of the scheme's module (parameters
+# positional.dape.<name>, positional.length_scale.scale), attached by
+# make_positional.  Parameters are drawn at random from the fixture's
 # generator (not the schemes' training init) so that the check is not trivial.
 # ----------------------------------------------------------------------------
 
@@ -200,13 +288,35 @@ def _add_mlp(module, sizes, gen):
 class Positional(nn.Module):
     """The "none" scheme, and the hooks every scheme may override."""
 
+    def __init__(self):
+        super().__init__()
+        self.dape = None           # DAPE, when the option is on (score-bias schemes)
+        self.length_scale = None   # LengthScale, when the option is on
+
     def add_to_embedding(self, x):   # x (B, T, D)
         return x
 
     def rotate(self, x):             # x (B, H, T, Dh): q or k
         return x
 
+    def scale_query_key(self, x, side):   # x (B, H, T, Dh), side "q" or "k"; after rotate
+        return x
+
     def score_bias(self, T):         # (H, T, T), added after the 1/sqrt(Dh) scaling
+        return None
+
+    def content_term(self, block, a, q, scores, bias):
+        """C (B, H, T, T), added to the scores (and the bias) of block `block`, or None.
+        a (B, T, D) is the block's attention input, q (B, H, T, Dh) the rotated query,
+        scores (B, H, T, T) = q k^T / sqrt(Dh), bias (H, T, T) or None."""
+        if self.dape is not None:
+            return self.dape(block, scores, bias)
+        return None
+
+    def length_multiplier(self, block, T):
+        """m (H, T, 1) of block `block`, multiplying the whole logit, or None."""
+        if self.length_scale is not None:
+            return self.length_scale(block, T)
         return None
 
 
@@ -247,6 +357,41 @@ class RoPE(Positional):
         a, b = turned[..., 0::2], turned[..., 1::2]
         turned = torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
         return torch.cat([turned, rest], dim=-1)
+
+
+class XPos(RoPE):
+    """xPos (Sun et al. 2022): RoPE, then pair r of q at position p times
+    exp(u_q[p, r]) and of k times exp(u_k[p, r]) = exp(-u_q[p, r]), with
+    u_q[p, r] = ((p - c) / gamma) ln zeta_r, zeta_r = (2r / (2 R2) + 0.4) / 1.4 for the
+    R2 rotated pairs (1 for the others), gamma = xpos_scale_base and the centre
+    c = floor(P / 2), P = T.  So q_i . k_j = sum_r zeta_r^((i - j) / gamma) (rotated dot
+    of pair r).  No parameters.  R2 is RoPE's max(1, floor(fraction * Dh / 2)) (the
+    spec's xpos paragraph writes floor(fraction * Dh / 2): the same unless it is 0)."""
+
+    def __init__(self, Dh, base, fraction, scale_base, causal):
+        if not causal:
+            raise ValueError("xpos needs the causal mask (its scale grows without bound "
+                             "towards keys to the right)")
+        super().__init__(Dh, base, fraction)
+        self.half = Dh // 2                     # pairs of a head, rotated or not
+        self.scale_base = float(scale_base)     # gamma
+
+    def log_zeta(self):
+        """(Dh / 2) ln zeta_r; 0 for the pairs that do not rotate."""
+        r = torch.arange(self.half, dtype=DTYPE)
+        zeta = (2.0 * r / (2 * self.pairs) + 0.4) / 1.4
+        return torch.where(r < self.pairs, torch.log(zeta), torch.zeros(()))
+
+    def scale_table(self, P):
+        """(2, P, Dh / 2): [0] = u_q, [1] = u_k = -u_q."""
+        c = P // 2
+        pos = torch.arange(P, dtype=DTYPE)[:, None]
+        u_q = (pos - c) / self.scale_base * self.log_zeta()[None, :]
+        return torch.stack([u_q, -u_q])
+
+    def scale_query_key(self, x, side):
+        u = self.scale_table(x.shape[-2])[0 if side == "q" else 1]      # (T, Dh/2)
+        return x * torch.exp(u).repeat_interleave(2, dim=-1)            # both components of a pair
 
 
 class ALiBi(Positional):
@@ -371,8 +516,99 @@ class FIRE(Positional):
         return out.permute(2, 0, 1)
 
 
-def make_positional(scheme, options, T, D, H, gen):
+class CoPE(Positional):
+    """CoPE (Golovneva et al. 2024), contextual positions.  Per head, seen (i, j):
+    g_it = sigmoid(S_it) (the scores q . k / sqrt(Dh), before any bias),
+    p_ij = sum_{t=j..i} g_it (j <= i) or sum_{t=i..j} g_it (j > i),
+    P = min(p_ij, npos - 1), f = floor(P), c = ceil(P), w = P - f,
+    C_ij = (1 - w) q_i . E[f] + w q_i . E[c]   (q . E unscaled),
+    E = left_embedding[l] for j <= i, right_embedding[l] for j > i (bidirectional only).
+    floor and ceil are constants for the gradient; min(p, npos - 1) passes it where
+    p <= npos - 1 (torch.clamp's rule)."""
+
+    def __init__(self, L, npos, Dh, causal, gen):
+        super().__init__()
+        self.npos, self.causal = int(npos), causal
+        self.left_embedding = nn.Parameter(0.5 * torch.randn(L, npos, Dh, generator=gen, dtype=DTYPE))
+        if not causal:
+            self.right_embedding = nn.Parameter(0.5 * torch.randn(L, npos, Dh, generator=gen, dtype=DTYPE))
+
+    def positions(self, scores):
+        """p (B, H, T, T): the gates summed from the key to the query, both included."""
+        T = scores.shape[-1]
+        i = torch.arange(T)[:, None]
+        t = torch.arange(T)[None, :]
+        gates = torch.sigmoid(scores)                                    # g[..., i, t]
+        # sum over t >= j of the gates at t <= i (unseen keys, t > i, never enter)
+        left = gates.masked_fill(t > i, 0.0).flip(-1).cumsum(-1).flip(-1)
+        if self.causal:
+            return left
+        right = gates.masked_fill(t < i, 0.0).cumsum(-1)                # sum over i <= t <= j
+        return torch.where(t <= i, left, right)                          # t is the key j here
+
+    def interpolate(self, q, p, E):
+        """(1 - w) q_i . E[floor P] + w q_i . E[ceil P], P = min(p, npos - 1); E (npos, Dh)."""
+        P = p.clamp(max=self.npos - 1)
+        low, high = P.floor(), P.ceil()
+        w = P - low
+        qe = q @ E.transpose(0, 1)                                       # (B, H, T, npos)
+        return (1.0 - w) * qe.gather(-1, low.long()) + w * qe.gather(-1, high.long())
+
+    def content_term(self, block, a, q, scores, bias):
+        p = self.positions(scores)
+        left = self.interpolate(q, p, self.left_embedding[block])
+        if self.causal:
+            return left                    # the entries j > i are masked
+        right = self.interpolate(q, p, self.right_embedding[block])
+        T = scores.shape[-1]
+        return torch.where(torch.ones(T, T, dtype=torch.bool).tril(), left, right)
+
+
+class FoX(Positional):
+    """Forgetting transformer (Lin et al. 2025) as a data-dependent bias.  Per block l,
+    from the attention input a (B, T, D):
+    f^L_{t,h} = ln sigmoid(a_t . W_l[:, h] + b_l[h]), f^R_{t,h} the same with column H + h;
+    C_ij = sum_{t=j+1..i} f^L_t (j <= i; 0 at j = i), sum_{t=i..j-1} f^R_t (j > i).
+    gate_weight (L, D, sides*H), gate_bias (L, sides*H); sides = 1 causal, 2 bidirectional."""
+
+    def __init__(self, L, D, H, causal, gen):
+        super().__init__()
+        self.H, self.causal = H, causal
+        sides = 1 if causal else 2
+        self.gate_weight = nn.Parameter(_uniform(gen, (L, D, sides * H), D))
+        self.gate_bias = nn.Parameter(_uniform_range(gen, (L, sides * H), 0.5, 3.0))
+
+    def log_gates(self, block, a):
+        """(B, sides*H, T): ln sigmoid of the gates' pre-activations."""
+        return F.logsigmoid(a @ self.gate_weight[block] + self.gate_bias[block]).transpose(1, 2)
+
+    def content_term(self, block, a, q, scores, bias):
+        f = self.log_gates(block, a)
+        T = a.shape[1]
+        at_or_left = torch.ones(T, T, dtype=torch.bool).tril()         # j <= i
+        cum = f[:, :self.H].cumsum(-1)                                  # sum_{t <= i} f^L_t
+        left = cum[..., :, None] - cum[..., None, :]                    # (B, H, T, T): t = j+1..i
+        if self.causal:
+            return left.masked_fill(~at_or_left, 0.0)
+        fr = f[:, self.H:]
+        before = fr.cumsum(-1) - fr                                     # sum_{t < i} f^R_t
+        right = before[..., None, :] - before[..., :, None]             # t = i..j-1
+        return torch.where(at_or_left, left, right)
+
+
+def make_positional(scheme, options, T, D, H, gen, L=BLOCKS, causal=False):
+    """The scheme's module, with the sub-modules "dape" and "length_scale" when on.
+    T is the context (CoPE's npos when cope_positions is 0, FIRE's L0)."""
     o = resolve_options(scheme, options)
+    pos = make_scheme(scheme, o, T, D, H, gen, L, causal)
+    if o.get("dape"):
+        pos.dape = DAPE(L, H, o["dape_hidden"], gen)
+    if o["length_scale"]:
+        pos.length_scale = LengthScale(L, H, causal, gen)
+    return pos
+
+
+def make_scheme(scheme, o, T, D, H, gen, L, causal):
     if scheme == "none":
         return Positional()
     if scheme == "sinusoidal":
@@ -392,7 +628,57 @@ def make_positional(scheme, options, T, D, H, gen):
         return Kerple(H, gen)
     if scheme == "fire":
         return FIRE(H, o["bias_mlp_hidden"], o["fire_threshold"] or T, gen)
+    if scheme == "xpos":
+        return XPos(D // H, o["rope_base"], o["rope_fraction"], o["xpos_scale_base"], causal)
+    if scheme == "cope":
+        return CoPE(L, o["cope_positions"] or T, D // H, causal, gen)
+    if scheme == "fox":
+        return FoX(L, D, H, causal, gen)
     raise ValueError(scheme)
+
+
+# ----------------------------------------------------------------------------
+# Options: DAPE and the length scale (sub-modules of the positional module)
+# ----------------------------------------------------------------------------
+
+class DAPE(nn.Module):
+    """DAPE (Zheng et al. 2024): per block l a two-layer MLP across the heads, per (i, j):
+    u = [S_ij^(0..H-1), B_ij^(0..H-1)] (2H), hidden = leaky_relu(u @ W1_l + b1_l, 0.01) (W),
+    C_ij^h = (hidden @ W2_l + b2_l)[h].  weight1 (L, 2H, W), bias1 (L, W),
+    weight2 (L, W, H), bias2 (L, H), all uniform(+-1/sqrt(fan_in))."""
+
+    def __init__(self, L, H, W, gen):
+        super().__init__()
+        self.weight1 = nn.Parameter(_uniform(gen, (L, 2 * H, W), 2 * H))
+        self.bias1 = nn.Parameter(_uniform(gen, (L, W), 2 * H))
+        self.weight2 = nn.Parameter(_uniform(gen, (L, W, H), W))
+        self.bias2 = nn.Parameter(_uniform(gen, (L, H), W))
+
+    def forward(self, block, scores, bias):
+        """scores (B, H, T, T), bias (H, T, T) -> C (B, H, T, T)."""
+        u = torch.cat([scores, bias[None].expand_as(scores)], dim=1)   # (B, 2H, T, T)
+        u = u.permute(0, 2, 3, 1)                                       # (B, T, T, 2H)
+        hidden = F.leaky_relu(u @ self.weight1[block] + self.bias1[block], 0.01)
+        out = hidden @ self.weight2[block] + self.bias2[block]          # (B, T, T, H)
+        return out.permute(0, 3, 1, 2)
+
+
+class LengthScale(nn.Module):
+    """Scalable softmax (Nakanishi 2025): m[l, h, i] = scale[l, h] * ln(n_i), n_i the keys
+    query i sees: i + 1 under the causal mask, T otherwise.  scale (L, H)."""
+
+    def __init__(self, L, H, causal, gen):
+        super().__init__()
+        self.causal = causal
+        self.scale = nn.Parameter(_uniform_range(gen, (L, H), 0.3, 1.2))
+
+    def forward(self, block, T):
+        """(H, T, 1)."""
+        if self.causal:
+            n = torch.arange(1, T + 1, dtype=DTYPE)
+        else:
+            n = torch.full((T,), float(T), dtype=DTYPE)
+        return self.scale[block][:, None, None] * torch.log(n)[None, :, None]
 
 
 # ----------------------------------------------------------------------------
@@ -428,32 +714,46 @@ class Linear(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, D, H, causal, gen):
+    def __init__(self, D, H, causal, gen, index=0):
         super().__init__()
         self.D, self.H, self.Dh = D, H, D // H
         self.causal = causal
+        self.index = index          # the block's l, for the per-block positional parameters
         self.qkv = Linear(D, 3 * D, gen, bias=False)
         self.proj = Linear(D, D, gen, bias=True)
+        self.trace = {}             # the last forward's intermediates, for the self-checks
 
     def split_heads(self, t):
         B, T, _ = t.shape
         return t.view(B, T, self.H, self.Dh).transpose(1, 2)    # (B, H, T, Dh)
 
     def forward(self, x, positional, bias):
+        """x (B, T, D) is the attention input a = LN1(x) of the block."""
         B, T, D = x.shape
         qkv = self.qkv(x)
-        q = positional.rotate(self.split_heads(qkv[..., 0:D]))
-        k = positional.rotate(self.split_heads(qkv[..., D:2 * D]))
+        q_in = self.split_heads(qkv[..., 0:D])
+        k_in = self.split_heads(qkv[..., D:2 * D])
         v = self.split_heads(qkv[..., 2 * D:3 * D])
+        q = positional.scale_query_key(positional.rotate(q_in), "q")   # rotation, then qk scale
+        k = positional.scale_query_key(positional.rotate(k_in), "k")
 
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.Dh)   # (B, H, T, T)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.Dh)   # S (B, H, T, T)
+        logits = scores
         if bias is not None:
-            scores = scores + bias[None]
+            logits = logits + bias[None]
+        content = positional.content_term(self.index, x, q, scores, bias)   # CoPE, FoX, DAPE
+        if content is not None:
+            logits = logits + content
+        multiplier = positional.length_multiplier(self.index, T)            # (H, T, 1)
+        if multiplier is not None:
+            logits = multiplier * logits
+        self.trace = {"a": x, "q_in": q_in, "k_in": k_in, "q": q, "k": k, "scores": scores,
+                      "content": content, "multiplier": multiplier, "logits": logits}
         if self.causal:
             future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)   # j > i
-            scores = scores.masked_fill(future, float("-inf"))
+            logits = logits.masked_fill(future, float("-inf"))
 
-        attn = torch.softmax(scores, dim=-1)
+        attn = torch.softmax(logits, dim=-1)
         out = attn @ v                                                # (B, H, T, Dh)
         out = out.transpose(1, 2).reshape(B, T, D)                    # heads in order
         return self.proj(out), attn
@@ -470,10 +770,10 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, D, H, F_, causal, gen):
+    def __init__(self, D, H, F_, causal, gen, index=0):
         super().__init__()
         self.ln1 = LayerNorm(D, gen)
-        self.attn = Attention(D, H, causal, gen)
+        self.attn = Attention(D, H, causal, gen, index)
         self.ln2 = LayerNorm(D, gen)
         self.ff = FeedForward(D, F_, gen)
 
@@ -491,8 +791,8 @@ class CopyTransformer(nn.Module):
         self.scheme = scheme
         self.tok_emb = nn.Parameter(torch.randn(V, D, generator=gen, dtype=DTYPE))
         # One module for the whole model: its parameters are "positional.<name>".
-        self.positional = make_positional(scheme, options, T, D, H, gen)
-        self.blocks = nn.ModuleList([Block(D, H, F_, causal, gen) for _ in range(L)])
+        self.positional = make_positional(scheme, options, T, D, H, gen, L, causal)
+        self.blocks = nn.ModuleList([Block(D, H, F_, causal, gen, l) for l in range(L)])
         self.ln_f = LayerNorm(D, gen)
         self.head = Linear(D, V, gen)
 
@@ -584,6 +884,56 @@ def check_rope_module(rope, Dh, base, fraction, g):
     assert abs((rq[9] @ rk[4]) - (rq[6] @ rk[1])).item() < 1e-12
 
 
+def xpos_zeta(r, R2):
+    """zeta_r from the spec, with Python's math: (2r / (2 R2) + 0.4) / 1.4 for r < R2, else 1."""
+    return (2.0 * r / (2 * R2) + 0.4) / 1.4 if r < R2 else 1.0
+
+
+def rotate_pair_math(a, b, angle):
+    """A pair (a, b) turned by angle, as a complex number a + ib times e^(i angle)."""
+    z = complex(a, b) * complex(math.cos(angle), math.sin(angle))
+    return z.real, z.imag
+
+
+def check_xpos_module(xpos, Dh, base, fraction, gamma, g):
+    """xPos against the spec's closed form with Python's math: its u table, the pair
+    products q_i . k_j = zeta_r^((i - j) / gamma) times RoPE's rotated product, and
+    that q_i . k_j depends on i - j only."""
+    R2 = max(1, math.floor(fraction * Dh / 2))
+    assert xpos.pairs == R2 and xpos.half == Dh // 2 and xpos.scale_base == gamma
+    for P in (CONTEXT, 7):
+        table = xpos.scale_table(P)
+        assert table.shape == (2, P, Dh // 2)
+        c = P // 2
+        expect = torch.tensor([[(p - c) / gamma * math.log(xpos_zeta(r, R2)) for r in range(Dh // 2)]
+                               for p in range(P)], dtype=DTYPE)
+        assert close(table[0], expect, 1e-15) and torch.equal(table[1], -table[0])
+        assert torch.all(table[:, c] == 0) and torch.all(table[:, :, R2:] == 0)
+    assert all(xpos_zeta(r, R2) < 1 for r in range(R2))   # decays towards the left
+
+    T = CONTEXT
+    q = torch.randn(Dh, generator=g, dtype=DTYPE)
+    k = torch.randn(Dh, generator=g, dtype=DTYPE)
+    rq = xpos.scale_query_key(xpos.rotate(q.expand(T, Dh)), "q")
+    rk = xpos.scale_query_key(xpos.rotate(k.expand(T, Dh)), "k")
+    plain_q, plain_k = xpos.rotate(q.expand(T, Dh)), xpos.rotate(k.expand(T, Dh))
+    c = T // 2
+    assert torch.equal(rq[c], plain_q[c]) and torch.equal(rk[c], plain_k[c]), "scale 1 at the centre"
+    for i in range(T):
+        for j in range(T):
+            for r in range(Dh // 2):
+                theta = base ** (-2.0 * r / (2 * R2)) if r < R2 else 0.0
+                qa, qb = rotate_pair_math(q[2 * r].item(), q[2 * r + 1].item(), i * theta)
+                ka, kb = rotate_pair_math(k[2 * r].item(), k[2 * r + 1].item(), j * theta)
+                expect = xpos_zeta(r, R2) ** ((i - j) / gamma) * (qa * ka + qb * kb)
+                got = (rq[i, 2 * r:2 * r + 2] @ rk[j, 2 * r:2 * r + 2]).item()
+                assert abs(got - expect) < 1e-12 * (1 + abs(expect)), (i, j, r, got, expect)
+    dots = rq @ rk.t()                                      # (T, T): q_i . k_j
+    for d in range(-(T - 1), T):
+        diagonal = torch.diagonal(dots, offset=-d)          # the (i, j) with i - j = d
+        assert close(diagonal, diagonal[:1].expand_as(diagonal), 1e-12), ("depends on i - j only", d)
+
+
 def check_static():
     # ALiBi slopes.
     assert alibi_slopes(8) == [2.0 ** -(h + 1) for h in range(8)], alibi_slopes(8)
@@ -615,6 +965,81 @@ def check_static():
         check_rope_module(RoPE(dh, base, fraction), dh, base, fraction, g)
     assert RoPE(4, 10000.0, 0.2).pairs == 1 and RoPE(10, 1.0, 0.7).pairs == 3
 
+    # xPos: full and partial, as the fixtures and at wider heads; refused without the mask.
+    for dh, base, fraction, gamma in [(Dh, 10000.0, 1.0, 8.0), (Dh, 100.0, 0.5, 8.0),
+                                      (12, 100.0, 0.5, 512.0), (10, 500.0, 0.7, 20.0)]:
+        check_xpos_module(XPos(dh, base, fraction, gamma, True), dh, base, fraction, gamma, g)
+    for build in (lambda: XPos(Dh, 10000.0, 1.0, 512.0, False),
+                  lambda: CopyTransformer(VOCAB, CONTEXT, EMBED, HEADS, BLOCKS, HIDDEN, "xpos",
+                                          {}, False, torch.Generator().manual_seed(0))):
+        try:
+            build()
+            raise AssertionError("a bidirectional xpos model was built")
+        except ValueError as error:
+            assert "causal" in str(error)
+
+    # CoPE by hand: T = 5, npos = 3, every score 0 (gates 1/2), q = (1, 0) so that
+    # q . E[r] is E[r, 0]: left rows 1, 3, 7, right rows 10, 20, 40.  p = (|i - j| + 1) / 2:
+    # 0.5, 1, 1.5, 2, 2.5 -> min(p, 2); 0.5 -> (1 + 3) / 2 = 2, 1.5 -> (3 + 7) / 2 = 5.
+    cope = CoPE(1, 3, 2, False, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        cope.left_embedding.copy_(torch.tensor([[[1.0, 5.0], [3.0, -2.0], [7.0, 0.5]]]))
+        cope.right_embedding.copy_(torch.tensor([[[10.0, 1.0], [20.0, 9.0], [40.0, -3.0]]]))
+    q = torch.tensor([1.0, 0.0]).expand(1, 1, 5, 2)
+    scores = torch.zeros(1, 1, 5, 5, requires_grad=True)
+    term = cope.content_term(0, None, q, scores, None)
+    LEFT, RIGHT = [2.0, 3.0, 5.0, 7.0, 7.0], [None, 20.0, 30.0, 40.0, 40.0]
+    expect = [[LEFT[i - j] if j <= i else RIGHT[j - i] for j in range(5)] for i in range(5)]
+    assert term[0, 0].tolist() == expect, term[0, 0].tolist()
+    # Its derivatives: C[2, 0] has p = g_20 + g_21 + g_22 = 1.5, dC/dp = 7 - 3, dg/dS = 1/4;
+    # C[4, 0] has p = 2.5, clamped: no gradient; C[0, 3] (right) has p = 2 = ceil = floor:
+    # w's slope meets E[2] - E[2] = 0.
+    grad, = torch.autograd.grad(term[0, 0, 2, 0], scores, retain_graph=True)
+    assert grad[0, 0].tolist() == [[0.0] * 5] * 2 + [[1.0, 1.0, 1.0, 0.0, 0.0]] + [[0.0] * 5] * 2
+    assert torch.all(torch.autograd.grad(term[0, 0, 4, 0], scores, retain_graph=True)[0] == 0)
+    assert torch.all(torch.autograd.grad(term[0, 0, 0, 3], scores, retain_graph=True)[0] == 0)
+    # C[1, 3] (right): p = g_11 + g_12 + g_13 = 1.5, between the right rows 1 and 2:
+    # dC/dp = 40 - 20 = 20, times dg/dS = 1/4: 5 for S[1, 1..3].
+    grad, = torch.autograd.grad(term[0, 0, 1, 3], scores)
+    assert grad[0, 0].tolist() == [[0.0] * 5, [0.0, 5.0, 5.0, 5.0, 0.0]] + [[0.0] * 5] * 3
+
+    # FoX with a zero input: constant gates, so C is two-sided ALiBi with the slopes
+    # -ln sigmoid(b) (left) and -ln sigmoid(b_right).
+    fox = FoX(1, EMBED, HEADS, False, torch.Generator().manual_seed(1))
+    term = fox.content_term(0, torch.zeros(1, CONTEXT, EMBED), None, None, None)[0]
+    left = [-math.log(1 / (1 + math.exp(-b))) for b in fox.gate_bias[0, :HEADS].tolist()]
+    right = [-math.log(1 / (1 + math.exp(-b))) for b in fox.gate_bias[0, HEADS:].tolist()]
+    expect = ALiBi(HEADS, left, right, "two-sided", False, None).score_bias(CONTEXT)
+    assert close(term, expect, 1e-14), (term - expect).abs().max()
+
+    # DAPE: the same MLP as nn.Linear, nn.LeakyReLU(0.01), nn.Linear on the 2H features.
+    W = 5
+    dape = DAPE(2, HEADS, W, torch.Generator().manual_seed(2))
+    scores = torch.randn(3, HEADS, CONTEXT, CONTEXT, generator=g, dtype=DTYPE)
+    bias = torch.randn(HEADS, CONTEXT, CONTEXT, generator=g, dtype=DTYPE)
+    for l in range(2):
+        mlp = nn.Sequential(nn.Linear(2 * HEADS, W, dtype=DTYPE), nn.LeakyReLU(0.01),
+                            nn.Linear(W, HEADS, dtype=DTYPE))
+        with torch.no_grad():
+            mlp[0].weight.copy_(dape.weight1[l].t())
+            mlp[0].bias.copy_(dape.bias1[l])
+            mlp[2].weight.copy_(dape.weight2[l].t())
+            mlp[2].bias.copy_(dape.bias2[l])
+            features = torch.cat([scores, bias.expand(3, -1, -1, -1)], dim=1).permute(0, 2, 3, 1)
+            expect = mlp(features).permute(0, 3, 1, 2)
+            assert close(dape(l, scores, bias), expect, 1e-14)
+
+    # Length scale: scale * ln(i + 1) (causal), scale * ln T (bidirectional).
+    for causal in (False, True):
+        length = LengthScale(2, HEADS, causal, torch.Generator().manual_seed(3))
+        for l in range(2):
+            m = length(l, 4)
+            assert m.shape == (HEADS, 4, 1)
+            for h in range(HEADS):
+                for i in range(4):
+                    n = i + 1 if causal else 4
+                    assert abs(m[h, i, 0].item() - length.scale[l, h].item() * math.log(n)) < 1e-15
+
 
 def check_scheme_table(model, variant, scheme, options):
     """The model's positional table (or rotation) against its closed form computed a
@@ -624,7 +1049,7 @@ def check_scheme_table(model, variant, scheme, options):
     T, H = CONTEXT, HEADS
     with torch.no_grad():
         bias = pos.score_bias(T)
-    if scheme in ("none", "sinusoidal", "learned", "rope"):
+    if scheme in ("none", "sinusoidal", "learned", "rope", "xpos", "cope", "fox"):
         assert bias is None
     else:
         assert bias.shape == (H, T, T) and bias.dtype == DTYPE and torch.isfinite(bias).all()
@@ -632,6 +1057,12 @@ def check_scheme_table(model, variant, scheme, options):
     if scheme == "rope":
         check_rope_module(pos, EMBED // H, o["rope_base"], o["rope_fraction"],
                           torch.Generator().manual_seed(11))
+
+    elif scheme == "xpos":
+        check_rope_module(pos, EMBED // H, o["rope_base"], o["rope_fraction"],
+                          torch.Generator().manual_seed(11))   # its rotation is RoPE's
+        check_xpos_module(pos, EMBED // H, o["rope_base"], o["rope_fraction"], o["xpos_scale_base"],
+                          torch.Generator().manual_seed(12))
 
     elif scheme == "learned":
         x = torch.zeros(1, T, EMBED)
@@ -743,9 +1174,13 @@ def check_scheme_table(model, variant, scheme, options):
 def check_against_torch_layers(model, tokens, causal):
     """Cross-check the hand-written blocks against nn.TransformerEncoderLayer
     (norm_first, relu, no dropout), with the score bias and the causal mask
-    passed as a float mask.  Not applicable to RoPE (q/k are rotated inside
-    attention)."""
-    if model.scheme == "rope":
+    passed as a float mask.  Only for the schemes whose positional term is a fixed
+    bias: not RoPE, xPos (q/k are rotated and scaled inside attention), CoPE, FoX,
+    DAPE (content terms, computed from q, k or the block's input) nor the length
+    scale (it multiplies q k^T too)."""
+    pos = model.positional
+    if (model.scheme in ("rope", "xpos", "cope", "fox") or pos.dape is not None
+            or pos.length_scale is not None):
         return
     T = tokens.shape[1]
     H = HEADS
@@ -808,11 +1243,156 @@ def check_gradients(model, tokens, targets, grads, n_per_param=3, n_positional=8
 
 def zero_gradient_expected(scheme, options, causal):
     """Parameters that cannot reach the loss: with the causal mask, the right slopes
-    of two-sided ALiBi only bias masked (j > i) scores."""
+    of two-sided ALiBi only bias masked (j > i) scores.  Every parameter of issue 21
+    reaches it: a scheme without the mask has no right-side parameters (CoPE's
+    right_embedding, FoX's right gates), the length scale's row 0 (m = ln 1 = 0 under
+    the mask) is one row of T, and FoX's unused gates (f^L at t = 0, f^R at t = T - 1)
+    share their weights with the used ones."""
     o = resolve_options(scheme, options)
     if scheme == "alibi" and causal and o["alibi_learned"] and o["alibi_direction"] == "two-sided":
         return {"positional.log_right_slopes"}
     return set()
+
+
+def check_terms(model, tokens, attn, variant, scheme, options, causal):
+    """Every block's logits Z' (before the mask) against the spec's formula computed a
+    second way, with explicit Python loops from math over (b, h, i, j):
+
+        Z'_ij = m_i * (S_ij + B_ij + C_ij),   S_ij = q_i . k_j / sqrt(Dh)
+
+    with C the CoPE / FoX / DAPE term from its closed form (CoPE's gate sums p_ij and
+    the interpolation; FoX's sums of ln sigmoid; DAPE's MLP per (i, j)), m the length
+    multiplier s[l, h] ln(n_i) (1 when off), B the score bias as the model adds it
+    (its own closed form is check_scheme_table's), and the attention probabilities
+    against a softmax of the seen logits written out.  Also: xPos's S from the
+    unrotated q, k (pair by pair, zeta_r^((i - j) / gamma) times the rotated
+    product); FoX's mirror image (bidirectional); CoPE's clamp exercised where the
+    variant says so; a bidirectional length scale at 1 / ln T is plain softmax."""
+    o = resolve_options(scheme, options)
+    pos = model.positional
+    B, H, T, Dh = tokens.shape[0], HEADS, CONTEXT, EMBED // HEADS
+    with torch.no_grad():
+        model(tokens)
+        bias = pos.score_bias(T)
+    bias_list = bias.tolist() if bias is not None else None
+    sigmoid = lambda z: 1.0 / (1.0 + math.exp(-z))
+    clamped = []                                    # CoPE: p_ij > npos - 1, per seen pair
+    for l, block in enumerate(model.blocks):
+        tr = block.attn.trace
+        q, k, S = tr["q"].tolist(), tr["k"].tolist(), tr["scores"].tolist()
+        got = tr["logits"].tolist()
+        probs = attn[l].tolist()
+        if scheme == "cope":
+            npos = o["cope_positions"] or T
+            E_left = pos.left_embedding[l].tolist()
+            E_right = None if causal else pos.right_embedding[l].tolist()
+        if scheme == "fox":
+            a = tr["a"].tolist()
+            Wg, bg = pos.gate_weight[l].tolist(), pos.gate_bias[l].tolist()
+            # f[b][side][t][h] = ln sigmoid(a_t . W[:, side*H + h] + b[side*H + h])
+            f = [[[[math.log(sigmoid(sum(a[b][t][d] * Wg[d][s_ * H + h] for d in range(EMBED))
+                                     + bg[s_ * H + h])) for h in range(H)]
+                   for t in range(T)] for s_ in range(1 if causal else 2)] for b in range(B)]
+        if pos.dape is not None:
+            W1, b1 = pos.dape.weight1[l].tolist(), pos.dape.bias1[l].tolist()
+            W2, b2 = pos.dape.weight2[l].tolist(), pos.dape.bias2[l].tolist()
+            width = len(b1)
+        if pos.length_scale is not None:
+            scale = pos.length_scale.scale[l].tolist()
+        for b in range(B):
+            for h in range(H):
+                for i in range(T):
+                    seen = range(i + 1) if causal else range(T)
+                    row = []
+                    for j in seen:
+                        s_ij = sum(q[b][h][i][d] * k[b][h][j][d] for d in range(Dh)) / math.sqrt(Dh)
+                        assert abs(S[b][h][i][j] - s_ij) < 1e-12 * (1 + abs(s_ij))
+                        bias_ij = bias_list[h][i][j] if bias is not None else 0.0
+                        c_ij = 0.0
+                        if scheme == "cope":
+                            ts = range(j, i + 1) if j <= i else range(i, j + 1)
+                            p = sum(sigmoid(S[b][h][i][t]) for t in ts)
+                            clamped.append(p > npos - 1)
+                            P = min(p, npos - 1)
+                            lo, hi = math.floor(P), math.ceil(P)
+                            w = P - lo
+                            E = E_left if j <= i else E_right
+                            qe = lambda r: sum(q[b][h][i][d] * E[r][d] for d in range(Dh))
+                            c_ij = (1 - w) * qe(lo) + w * qe(hi)
+                        elif scheme == "fox":
+                            if j <= i:
+                                c_ij = sum(f[b][0][t][h] for t in range(j + 1, i + 1))
+                            else:
+                                c_ij = sum(f[b][1][t][h] for t in range(i, j))
+                        elif pos.dape is not None:
+                            u = [S[b][g_][i][j] for g_ in range(H)] + [bias_list[g_][i][j] for g_ in range(H)]
+                            hidden = [sum(u[n] * W1[n][w] for n in range(2 * H)) + b1[w] for w in range(width)]
+                            hidden = [x if x > 0 else 0.01 * x for x in hidden]
+                            c_ij = sum(hidden[w] * W2[w][h] for w in range(width)) + b2[h]
+                        m = 1.0
+                        if pos.length_scale is not None:
+                            m = scale[h] * math.log(i + 1 if causal else T)
+                        z = m * (s_ij + bias_ij + c_ij)
+                        assert abs(got[b][h][i][j] - z) < 1e-12 * (1 + abs(z)), \
+                            (variant, l, b, h, i, j, got[b][h][i][j], z)
+                        row.append(z)
+                    top = max(row)
+                    total = sum(math.exp(z - top) for z in row)
+                    for j, z in zip(seen, row):
+                        assert abs(probs[b][h][i][j] - math.exp(z - top) / total) < 1e-13
+
+        if scheme == "xpos":
+            # S from the unrotated q, k: each pair turned by p * theta_r and scaled by
+            # zeta_r^(p - c) / gamma (q) and zeta_r^-(p - c) / gamma (k).
+            R2, gamma = pos.pairs, o["xpos_scale_base"]
+            q_in, k_in = tr["q_in"].tolist(), tr["k_in"].tolist()
+            for b in range(B):
+                for h in range(H):
+                    for i in range(T):
+                        for j in range(T):
+                            total = 0.0
+                            for r in range(Dh // 2):
+                                theta = o["rope_base"] ** (-2.0 * r / (2 * R2)) if r < R2 else 0.0
+                                qa, qb = rotate_pair_math(*q_in[b][h][i][2 * r:2 * r + 2], i * theta)
+                                ka, kb = rotate_pair_math(*k_in[b][h][j][2 * r:2 * r + 2], j * theta)
+                                total += xpos_zeta(r, R2) ** ((i - j) / gamma) * (qa * ka + qb * kb)
+                            total /= math.sqrt(Dh)
+                            assert abs(S[b][h][i][j] - total) < 1e-12 * (1 + abs(total)), (b, h, i, j)
+
+        if scheme == "fox" and not causal:
+            # The mirror image: reversing the sequence and swapping the left and right
+            # gate parameters reverses the term along both axes.
+            mirror = FoX(BLOCKS, EMBED, H, False, torch.Generator().manual_seed(0))
+            with torch.no_grad():
+                mirror.gate_weight.copy_(torch.cat([pos.gate_weight[..., H:], pos.gate_weight[..., :H]], -1))
+                mirror.gate_bias.copy_(torch.cat([pos.gate_bias[..., H:], pos.gate_bias[..., :H]], -1))
+                back = mirror.content_term(l, tr["a"].flip(1), None, None, None).flip(-1).flip(-2)
+            assert close(back, tr["content"], 1e-13), (back - tr["content"]).abs().max()
+            assert not close(tr["content"], tr["content"].transpose(-1, -2), 1e-3)
+
+        if pos.length_scale is not None and causal:
+            assert torch.all(tr["multiplier"][:, 0] == 0), "row 0 sees one key: ln 1 = 0"
+
+    if scheme == "cope":
+        # cope_clamped: both sides of min(p, npos - 1) occur; cope (npos = T): p < T - 1
+        # for these weights, so the clamp is not reached (the gates would all need to be 1).
+        if o["cope_positions"] and o["cope_positions"] < T:
+            assert any(clamped) and not all(clamped), variant
+        else:
+            assert not any(clamped), variant
+
+    if pos.length_scale is not None and not causal:
+        # At scale = 1 / ln T (the training start at the trained context) the
+        # bidirectional model is the model without the length scale.
+        with torch.no_grad():
+            saved = pos.length_scale.scale.clone()
+            pos.length_scale.scale.fill_(1.0 / math.log(T))
+            scaled, _ = model(tokens)
+            module, pos.length_scale = pos.length_scale, None
+            plain, _ = model(tokens)
+            pos.length_scale = module
+            pos.length_scale.scale.copy_(saved)
+        assert close(scaled, plain, 1e-12), (scaled - plain).abs().max()
 
 
 def check_model(model, tokens, targets, logits, attn, loss, grads, variant, scheme, options, causal):
@@ -861,6 +1441,7 @@ def check_model(model, tokens, targets, logits, attn, loss, grads, variant, sche
             lp, _ = model(tokens[:, perm])
         assert close(lp, logits[:, perm], 1e-11)
 
+    check_terms(model, tokens, attn, variant, scheme, options, causal)
     check_scheme_table(model, variant, scheme, options)
     check_against_torch_layers(model, tokens, causal)
     check_gradients(model, tokens, targets, grads)
@@ -893,10 +1474,11 @@ for _l in range(BLOCKS):
     })
 
 
-def expected_shapes(scheme, options):
-    """Every parameter's name and shape, the scheme's from its written definition."""
+def expected_shapes(scheme, options, causal):
+    """Every parameter's name and shape, the scheme's and the options' from their
+    written definitions (per-block parameters with a leading L axis)."""
     o = resolve_options(scheme, options)
-    T, D, H = CONTEXT, EMBED, HEADS
+    T, D, H, L, Dh = CONTEXT, EMBED, HEADS, BLOCKS, EMBED // HEADS
     shapes = dict(BASE_SHAPES)
     extra = {}
     if scheme == "learned":
@@ -919,6 +1501,20 @@ def expected_shapes(scheme, options):
         W = o["bias_mlp_hidden"]
         extra = {"c": (1,), "threshold_scale": (1,), "mlp0_weight": (1, W), "mlp0_bias": (W,),
                  "mlp1_weight": (W, H), "mlp1_bias": (H,)}
+    elif scheme == "cope":
+        npos = o["cope_positions"] or T
+        extra = {"left_embedding": (L, npos, Dh)}
+        if not causal:
+            extra["right_embedding"] = (L, npos, Dh)
+    elif scheme == "fox":
+        sides = 1 if causal else 2
+        extra = {"gate_weight": (L, D, sides * H), "gate_bias": (L, sides * H)}
+    if o.get("dape"):
+        W = o["dape_hidden"]
+        extra.update({"dape.weight1": (L, 2 * H, W), "dape.bias1": (L, W),
+                      "dape.weight2": (L, W, H), "dape.bias2": (L, H)})
+    if o["length_scale"]:
+        extra["length_scale.scale"] = (L, H)
     shapes.update({"positional." + n: s for n, s in extra.items()})
     return shapes
 
@@ -953,12 +1549,14 @@ def dump_json(obj, path):
 
 
 def make_fixture(index, variant, scheme, options, causal):
-    seed = BASE_SEED + index
+    """The fixture of VARIANTS[index] with this causal flag; seed BASE_SEED + 2 index + causal."""
+    assert causal in causal_flags(scheme), (variant, causal)
+    seed = BASE_SEED + 2 * index + int(causal)
     gen = torch.Generator().manual_seed(seed)
     model = CopyTransformer(VOCAB, CONTEXT, EMBED, HEADS, BLOCKS, HIDDEN, scheme, options, causal, gen)
     tokens, targets = make_copy_batch(gen, BATCH, CONTEXT, VOCAB)
 
-    shapes = expected_shapes(scheme, options)
+    shapes = expected_shapes(scheme, options, causal)
     names = [n for n, _ in model.named_parameters()]
     assert set(names) == set(shapes), set(names) ^ set(shapes)
     for n, p in model.named_parameters():
@@ -1003,15 +1601,19 @@ def main():
     default_out = os.path.normpath(os.path.join(here, "..", "fixtures"))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=default_out, help="output directory (default: tests/fixtures)")
+    ap.add_argument("--only", nargs="+", metavar="VARIANT", choices=[v for v, _, _ in VARIANTS],
+                    help="write only these variants' files (the seeds do not change)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
     check_static()
-    index = 0
-    for variant, scheme, options in VARIANTS:
-        for causal in (False, True):
+    assert len({v for v, _, _ in VARIANTS}) == len(VARIANTS)
+    for index, (variant, scheme, options) in enumerate(VARIANTS):
+        if args.only and variant not in args.only:
+            continue
+        for causal in causal_flags(scheme):   # causal only: (True,); else (False, True)
             fx = make_fixture(index, variant, scheme, options, causal)
-            name = f"parity_{variant}{'_causal' if causal else ''}.json"
+            name = fixture_name(variant, causal)
             path = os.path.join(args.out, name)
             dump_json(fx, path)
             # Round-trip: the file must reproduce the exact float64 values.
@@ -1020,8 +1622,10 @@ def main():
             assert back["loss"] == fx["loss"]
             assert back["logits"]["data"] == fx["logits"]["data"]
             assert back["config"] == fx["config"]
-            print(f"{name:36s} loss={fx['loss']:.17g}  size={os.path.getsize(path)} B")
-            index += 1
+            print(f"{name:40s} loss={fx['loss']:.17g}  size={os.path.getsize(path)} B")
+        if scheme in CAUSAL_ONLY:   # a stale bidirectional file would be read as a fixture
+            stale = os.path.join(args.out, fixture_name(variant, False))
+            assert not os.path.exists(stale), f"{stale}: {scheme} is causal only"
 
 
 if __name__ == "__main__":
