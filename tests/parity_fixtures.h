@@ -2,6 +2,8 @@
 // The PyTorch parity fixtures (tests/fixtures/, made by tests/reference/make_parity_fixtures.py):
 // their variants, loading them, and the model's parameters by the fixtures' names. Shared by
 // the CPU parity test and the CUDA tests.
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -15,22 +17,33 @@
 
 namespace copytask::test::parity {
 
-// Every fixture variant (tests/reference/README.md), each with causal off and on.
-inline const std::vector<std::string> kVariants = {"none",          "sinusoidal",      "learned",       "rope",
-                                            "rope_partial",  "alibi",           "alibi_offset",  "alibi_two_sided",
-                                            "alibi_learned", "t5",              "dynamic",       "dynamic_log",
-                                            "kerple",        "fire"};
+// Every fixture in tests/fixtures (tests/reference/make_parity_fixtures.py writes them: each
+// variant with causal off and on, or on only where the scheme is causal only), by file
+// name without .json, sorted: the test covers whatever the reference script wrote.
+inline std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(test::fixtures_dir())) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("parity_", 0) == 0 && entry.path().extension() == ".json")
+      names.push_back(file.substr(0, file.size() - 5));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 struct Fixture {
   std::string name;
   nlohmann::json json;
 };
 
-inline Fixture load_fixture(const std::string& variant, bool causal) {
-  const std::string name = "parity_" + variant + (causal ? "_causal" : "");
+inline Fixture load_fixture(const std::string& name) {
   std::ifstream file(test::fixtures_dir() + "/" + name + ".json");
   EXPECT_TRUE(file.good()) << "missing fixture " << name << "; run tests/reference/make_parity_fixtures.py";
   return {name, nlohmann::json::parse(file)};
+}
+
+inline Fixture load_fixture(const std::string& variant, bool causal) {
+  return load_fixture("parity_" + variant + (causal ? "_causal" : ""));
 }
 
 inline EncoderShape shape_of(const nlohmann::json& config) {

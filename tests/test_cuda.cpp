@@ -34,12 +34,11 @@ TEST(Cuda, ParityFixturesOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
   std::vector<nlohmann::json> fixtures;
   std::vector<MemberSpec> members;
-  for (const auto& variant : kVariants)
-    for (bool causal : {false, true}) {
-      fixtures.push_back(load_fixture(variant, causal).json);
-      const auto& config = fixtures.back()["config"];
-      members.push_back({variant, 0, config["positional"], config["causal"], options_of(config)});
-    }
+  for (const auto& name : fixture_names()) {
+    fixtures.push_back(load_fixture(name).json);
+    const auto& config = fixtures.back()["config"];
+    members.push_back({name, 0, config["positional"], config["causal"], options_of(config)});
+  }
   const int64_t M = static_cast<int64_t>(fixtures.size());
   Encoder model(shape_of(fixtures[0]["config"]), members, kCuda);
   std::vector<torch::Tensor> tokens, targets;

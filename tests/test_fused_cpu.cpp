@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "model/fused_cpu.h"
+#include "model/hooks/registry.h"
 #include "model/random_positions.h"
 #include "task/copy_task.h"
 #include "test_util.h"
@@ -18,31 +19,23 @@
 namespace copytask {
 namespace {
 
+// Every registered scheme and option (test_util.h), and variants of some schemes' own options.
 std::vector<MemberSpec> every_scheme_members() {
-  PositionalOptions partial_rope, offset_alibi, learned_alibi, small_mlp;
+  std::vector<MemberSpec> members = test::every_positional_member(test::small_shape());
+  PositionalOptions partial_rope = test::small_options(), offset_alibi = test::small_options(),
+                    learned_alibi = test::small_options();
   partial_rope.rope_fraction = 0.5;
   partial_rope.rope_base = 100;
   offset_alibi.alibi_direction = "offset";
   offset_alibi.alibi_slopes = {0.5, 0.25};
   learned_alibi.alibi_direction = "two-sided";
   learned_alibi.alibi_learned = true;
-  small_mlp.bias_mlp_hidden = 6;
-  small_mlp.t5_buckets = 8;
-  small_mlp.t5_max_distance = 20;
-  return {{"none", 0, "none", false, {}},
-          {"sinusoidal", 1, "sinusoidal", false, {}},
-          {"learned", 2, "learned", false, {}},
-          {"rope", 3, "rope", false, {}},
-          {"alibi", 4, "alibi", false, {}},
-          {"alibi+causal", 5, "alibi", true, {}},
-          {"rope+causal", 6, "rope", true, partial_rope},
-          {"learned+causal", 7, "learned", true, {}},
-          {"alibi-offset", 8, "alibi", false, offset_alibi},
-          {"alibi-two-sided", 9, "alibi", false, learned_alibi},
-          {"t5", 10, "t5", false, small_mlp},
-          {"dynamic+causal", 11, "dynamic", true, small_mlp},
-          {"kerple", 12, "kerple", false, {}},
-          {"fire", 13, "fire", false, small_mlp}};
+  const int64_t seed = static_cast<int64_t>(members.size());
+  members.push_back({"rope-partial+causal", seed, "rope", true, partial_rope});
+  members.push_back({"xpos-partial+causal", seed + 1, "xpos", true, partial_rope});
+  members.push_back({"alibi-offset", seed + 2, "alibi", false, offset_alibi});
+  members.push_back({"alibi-two-sided", seed + 3, "alibi", false, learned_alibi});
+  return members;
 }
 
 // The members for a model of `heads` heads: given slopes are one per head.
@@ -137,9 +130,9 @@ TEST(FusedCpu, FourHeadsThreeBlocksNoDropout) {
   expect_fused_equals_autograd(shape, 40, false);
 }
 
-// The gradients of the tables themselves, for every member and every table (each member
-// marked learned, so the kernel applies and differentiates all three tables, zeros where
-// it has no hook), against autograd with the tables as leaves.
+// The gradients of the tables themselves, for every member and every one of its hooks
+// (each marked learned, so the step returns even a fixed table's gradient), against autograd
+// with the tables as leaves.
 TEST(FusedCpu, TablesGradientsEqualAutogradsForEveryTable) {
   const EncoderShape shape = test::small_shape(0.1);
   Encoder model(shape, every_scheme_members(), torch::kCPU);
@@ -148,24 +141,35 @@ TEST(FusedCpu, TablesGradientsEqualAutogradsForEveryTable) {
   auto targets = test::random_tokens(M, B, shape, 22);
   const DropoutMasks masks = model->dropout_masks(B);
   PositionalTables tables = model->positional_tables(shape.context);
-  for (torch::Tensor* t : {&tables.additive, &tables.angles, &tables.bias}) {
-    ASSERT_TRUE(t->defined());
-    *t = t->detach().clone().requires_grad_(true);
+  for (auto& table : tables.hooks) {
+    if (table.stacked.defined()) table.stacked = table.stacked.detach().clone().requires_grad_(true);
+    for (auto& member : table.members)
+      if (member.defined()) member = member.detach().clone().requires_grad_(true);
   }
   member_losses(model->forward(inputs, tables, &masks, nullptr), targets).sum().backward();
 
   PositionalTables forced = tables;
-  forced.learned.assign(static_cast<size_t>(M), 1);
+  for (auto& table : forced.hooks) table.learned = table.used;
   PositionalTables fused;
   fused_cpu_loss_backward(*model, forced, inputs, targets, &masks, &fused);
-  for (const auto& [name, reference, ours] : {std::tuple{"additive", tables.additive.grad(), fused.additive},
-                                              std::tuple{"angles", tables.angles.grad(), fused.angles},
-                                              std::tuple{"bias", tables.bias.grad(), fused.bias}}) {
-    const double scale = reference.abs().max().item<double>();
-    const double diff = test::max_abs_diff(reference, ours);
-    std::printf("  %s table gradient: largest %.2e, worst difference %.1e\n", name, scale, diff);
-    EXPECT_GT(scale, 1e-4) << name;
-    EXPECT_LT(diff, 1e-4 * scale) << name;
+  const auto& hooks = hook_registry();
+  for (size_t index = 0; index < hooks.size(); ++index) {
+    const HookTable& reference = tables.hooks[index];
+    if (!reference.any_used()) continue;
+    double scale = 0, diff = 0;
+    for (int64_t m = 0; m < M; ++m) {
+      if (!reference.used[m]) continue;
+      const torch::Tensor expected = reference.stacked.defined() ? reference.stacked.grad()[m] : reference.members[m].grad();
+      const torch::Tensor ours = fused.hooks[index].of(m);
+      ASSERT_TRUE(ours.defined()) << hooks[index]->name() << " member " << m;
+      const double member_scale = expected.abs().max().item<double>();
+      const double member_diff = test::max_abs_diff(expected, ours);
+      EXPECT_LT(member_diff, 1e-4 * std::max(member_scale, 1e-3)) << hooks[index]->name() << " " << model->members()[m].arm;
+      scale = std::max(scale, member_scale);
+      diff = std::max(diff, member_diff);
+    }
+    std::printf("  %s table gradient: largest %.2e, worst difference %.1e\n", hooks[index]->name().c_str(), scale, diff);
+    EXPECT_GT(scale, 1e-4) << hooks[index]->name();
   }
 }
 
@@ -254,8 +258,8 @@ namespace {
 TEST(FusedCpu, RandomizedPositionsGiveAutogradsLossAndGradients) {
   std::vector<MemberSpec> members;
   for (auto member : with_heads(every_scheme_members(), 2)) {
-    if (member.positional == "none") continue;  // reads no positions
     member.options.random_positions = 40;
+    if (!test::positional_runs(member.positional, member.options, member.causal, test::small_shape())) continue;  // reads no positions
     if (member.positional == "learned") member.options.learned_positions = 40;
     members.push_back(member);
   }

@@ -7,10 +7,11 @@
 namespace copytask {
 namespace {
 
+// Every registered scheme and option (test_util.h) with the causal mask on, or off.
 std::vector<MemberSpec> every_scheme(bool causal) {
   std::vector<MemberSpec> members;
-  int64_t seed = 10;
-  for (const auto& positional : positional_names()) members.push_back({positional, seed++, positional, causal, {}});
+  for (const auto& member : test::every_positional_member(test::small_shape(), 10))
+    if (member.causal == causal) members.push_back(member);
   return members;
 }
 

@@ -20,8 +20,7 @@ using namespace test::parity;
 // scheme and the member machinery (per-member schemes, masks, gradients) at once.
 TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   std::vector<Fixture> fixtures;
-  for (const auto& variant : kVariants)
-    for (bool causal : {false, true}) fixtures.push_back(load_fixture(variant, causal));
+  for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
   const int64_t M = static_cast<int64_t>(fixtures.size());
   const EncoderShape shape = shape_of(fixtures[0].json["config"]);
 
@@ -30,10 +29,21 @@ TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     const auto& config = fixture.json["config"];
     members.push_back({fixture.name, 0, config["positional"], config["causal"], options_of(config)});
   }
-  std::vector<std::string> covered;
-  for (const auto& member : members)
-    if (std::find(covered.begin(), covered.end(), member.positional) == covered.end()) covered.push_back(member.positional);
-  EXPECT_EQ(covered.size(), positional_names().size()) << "every registered scheme has a fixture";
+  // Every registered scheme and option has fixtures, and every scheme with the causal mask on
+  // and (where it is defined) off.
+  for (const auto& name : positional_names())
+    for (bool causal : {false, true}) {
+      const bool defined = test::positional_runs(name, test::small_options(), causal, shape);
+      const bool covered = std::any_of(members.begin(), members.end(), [&](const MemberSpec& member) {
+        return member.positional == name && member.causal == causal;
+      });
+      EXPECT_EQ(covered, defined) << name << (causal ? " causal" : "") << ": a fixture "
+                                  << (defined ? "is missing" : "exists for a form the scheme refuses");
+    }
+  for (const auto& option : positional_option_registry())
+    EXPECT_TRUE(std::any_of(members.begin(), members.end(),
+                            [&](const MemberSpec& member) { return option.enabled(member.options); }))
+        << "option " << option.key << " has no fixture";
   Encoder model(shape, members, torch::kCPU);
 
   std::vector<torch::Tensor> tokens, targets;

@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "model/positional.h"
-#include "study/positional_analysis.h"
+#include "model/positional_analysis.h"
 
 namespace copytask {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "model/encoder.h"
+#include "model/positional.h"
 
 namespace copytask::test {
 
@@ -48,6 +49,59 @@ inline EncoderShape small_shape(double dropout = 0.0) {
 inline torch::Tensor random_tokens(int64_t members, int64_t batch, const EncoderShape& shape, uint64_t seed) {
   torch::manual_seed(seed);
   return torch::randint(0, shape.vocab, {members, batch, shape.context}, torch::kLong);
+}
+
+// Options small enough for the small shape's tests (the MLP biases, T5's buckets, DAPE).
+inline PositionalOptions small_options() {
+  PositionalOptions o;
+  o.bias_mlp_hidden = 6;
+  o.t5_buckets = 8;
+  o.t5_max_distance = 20;
+  o.dape_hidden = 6;
+  o.xpos_scale_base = 8;
+  return o;
+}
+
+// Whether a member of this scheme, options and causal flag can run at this shape (the
+// registry's own rules, as a config check asks them).
+inline bool positional_runs(const std::string& name, const PositionalOptions& options, bool causal,
+                            const EncoderShape& shape) {
+  ModelConfig model;
+  model.embed = shape.embed;
+  model.heads = shape.heads;
+  model.blocks = shape.blocks;
+  model.positional = name;
+  model.causal = causal;
+  model.positional_options = options;
+  return positional_problem(model).problem.empty();
+}
+
+// Every registered scheme with the causal mask off and on (where it is defined), then every
+// registered option (model.dape, model.length_scale) on every scheme it runs with, causal
+// on every other one: taken from the registry, so a new scheme or option is covered
+// without a line here. Each member its own seed, from first_seed on.
+inline std::vector<MemberSpec> every_positional_member(const EncoderShape& shape, int64_t first_seed = 0) {
+  std::vector<MemberSpec> members;
+  int64_t seed = first_seed;
+  const PositionalOptions base = small_options();
+  for (const auto& name : positional_names())
+    for (bool causal : {false, true})
+      if (positional_runs(name, base, causal, shape))
+        members.push_back({name + (causal ? "+causal" : ""), seed++, name, causal, base});
+  for (const auto& option : positional_option_registry()) {
+    int64_t count = 0;
+    for (const auto& name : positional_names()) {
+      Config with;
+      with.model.positional_options = base;  // the option turned on as a config key turns it on
+      const PositionalOptions options =
+          config_with_overrides(with, nlohmann::json{{"model." + option.key, true}}, "test").model.positional_options;
+      const bool causal = count % 2 == 1 || !positional_runs(name, options, false, shape);
+      if (!option.enabled(options) || !positional_runs(name, options, causal, shape)) continue;
+      members.push_back({name + "+" + option.key + (causal ? "+causal" : ""), seed++, name, causal, options});
+      ++count;
+    }
+  }
+  return members;
 }
 
 }  // namespace copytask::test

@@ -43,6 +43,11 @@ struct PositionalOptions {
                                              // beyond those training reaches are never trained
   int64_t random_positions = 0;              // randomized positions (Ruoss et al. 2023): 0 = off, else L; each
                                              // example's positions a sorted random subset of 0..L-1
+  double xpos_scale_base = 512;              // xpos: gamma in the scale zeta^((i - j) / gamma)
+  int64_t cope_positions = 0;                // cope: rows of each position embedding; 0 = task.context
+  bool dape = false;                         // DAPE on a score-bias scheme: bias + MLP([scores; bias]) per block
+  int64_t dape_hidden = 32;                  // DAPE: the MLP's hidden width
+  bool length_scale = false;                 // scalable softmax: the logits times s_(block, head) log(keys seen)
 
   bool operator==(const PositionalOptions& other) const;
 };

@@ -63,8 +63,8 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
   return f;
 }
 
-// The table: one entry per key, in the docs' order. Long (about 130 lines) because there
-// are 44 keys, each with its meaning and range; there is no logic here to split.
+// The table: one entry per key, in the docs' order. Long (about 170 lines) because there
+// are 51 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -96,7 +96,8 @@ std::vector<ConfigField> make_fields() {
             "on the attention weights, after the attention projection, inside and after the FF",
             reals([](double x) { return x >= 0 && x < 1; }, "must be in [0, 1)")),
       field("model.positional", &Config::model, &ModelConfig::positional, S::scheme,
-            "`none`, `sinusoidal`, `learned`, `rope`, `alibi`, `t5`, `dynamic`, `kerple`, `fire` (DESIGN.md section 2)"),
+            "`none`, `sinusoidal`, `learned`, `rope`, `alibi`, `t5`, `dynamic`, `kerple`, `fire`, `xpos`, `cope`, `fox` "
+            "(docs/schemes.md)"),
       field("model.causal", &Config::model, &ModelConfig::causal, S::scheme,
             "causal attention mask (position i sees j <= i), valid with every scheme"),
       option("model.rope_base", &PositionalOptions::rope_base, "rope: theta = p * base^(-2i / R)",
@@ -138,6 +139,22 @@ std::vector<ConfigField> make_fields() {
              "randomized positions (Ruoss et al. 2023): 0 = off, else L; each example's positions are a sorted random "
              "subset of 0..L-1 instead of 0..T-1, in training and in evaluation. L must cover `task.context` and the "
              "longest evaluated context; any scheme but `none`"),
+      option("model.xpos_scale_base", &PositionalOptions::xpos_scale_base,
+             "xpos: gamma in the scale zeta^((i - j) / gamma) on q_i . k_j (512 in the paper: next to no decay over "
+             "tens of positions; smaller values decay faster)",
+             reals([](double x) { return x >= 1 && x <= 1e6; }, "must be 1..1000000 positions")),
+      option("model.cope_positions", &PositionalOptions::cope_positions,
+             "cope: rows of each block's position embeddings (contextual positions beyond are clamped to the last); "
+             "0 = `task.context`",
+             ints(0, 8192, "must be 1..8192 rows, or 0 for task.context")),
+      option("model.dape", &PositionalOptions::dape,
+             "DAPE (Zheng et al. 2024) on a score-bias scheme (alibi, t5, dynamic, kerple, fire): each block adds "
+             "MLP([scores; bias]) across heads to its scores"),
+      option("model.dape_hidden", &PositionalOptions::dape_hidden, "DAPE: the MLP's hidden width",
+             ints(1, 1024, "must be 1..1024")),
+      option("model.length_scale", &PositionalOptions::length_scale,
+             "scalable softmax (Nakanishi 2025), valid with every scheme: each block's logits times s_h log n, n the "
+             "keys a query sees, s learned per block and head (starting at 1 / log `task.context`)"),
       field("train.steps", &Config::train, &TrainConfig::steps, S::scheme, "Adam steps",
             ints(1, 100'000'000, "must be 1..100000000")),
       field("train.batch_size", &Config::train, &TrainConfig::batch_size, S::scheme,
@@ -173,6 +190,24 @@ std::vector<ConfigField> make_fields() {
             "the seed of those examples (each length its own stream: a longer `eval.max_len` keeps the shorter "
             "lengths' examples)",
             ints(0, kNoLimit, "must be >= 0")),
+      field("eval.rope_rescaling", &Config::eval, &EvalConfig::rope_rescaling, S::study,
+            "RoPE's rescalings evaluated beyond the trained lengths, each beside the plain numbers, for the members "
+            "that rotate q and k (rope, xpos): any of `pi` (position interpolation), `ntk` (NTK-aware base), `yarn` "
+            "(YaRN); at the end of training and in `copytask eval`, with `eval.max_len`",
+            Range{"must be a list of distinct pi, ntk, yarn", [](const json& v) {
+                    std::vector<std::string> seen;
+                    for (const auto& item : v) {
+                      const std::string name = item.get<std::string>();
+                      if ((name != "pi" && name != "ntk" && name != "yarn") ||
+                          std::find(seen.begin(), seen.end(), name) != seen.end())
+                        return false;
+                      seen.push_back(name);
+                    }
+                    return true;
+                  }}),
+      field("eval.rope_factor", &Config::eval, &EvalConfig::rope_factor, S::study,
+            "the rescalings' factor s; 0 = per length, the evaluated context over `task.context` (at least 1)",
+            reals([](double x) { return x == 0 || (x >= 1 && x <= 1e4); }, "must be 0 (per length) or 1..10000")),
       field("report.probes", &Config::report, &ReportConfig::probes, S::study,
             "inputs whose outputs and attention maps are saved (content tokens)"),
   };

@@ -80,8 +80,8 @@ void validate_model(const ModelConfig& m) {
   require(std::find(names.begin(), names.end(), m.positional) != names.end(), "model.positional",
           "\"" + m.positional + "\"", "must be one of " + allowed);
   validate_positional_options(m.positional_options, m.heads);
-  const std::string problem = rules.incompatibility(m.positional, m.positional_options, m.embed, m.heads);
-  require(problem.empty(), "model.positional", "\"" + m.positional + "\"", problem);
+  const SchemeProblem problem = rules.incompatibility(m);
+  require(problem.problem.empty(), problem.key, problem.value, problem.problem);
 }
 
 void validate_train(const TrainConfig& t, const TaskConfig& task) {
@@ -123,8 +123,6 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
             "must be 0 (off) or " + std::to_string(longest) + "..4096: positions are drawn from 0..L-1, so L must cover " +
                 (e.max_len > 0 ? "the longest evaluated context (eval.max_len = " + std::to_string(e.max_len) + ")"
                                : "task.context"));
-    require(m.positional != "none", "model.random_positions", std::to_string(L),
-            "applies to a scheme that reads positions; model.positional = none reads none");
     if (m.positional == "learned")
       require(rows >= L, "model.learned_positions",
               std::to_string(m.positional_options.learned_positions),

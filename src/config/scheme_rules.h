@@ -13,11 +13,17 @@
 
 namespace copytask {
 
+// Why a model config cannot run: the key to change, its value as the user wrote it, and
+// what is wrong and how to fix it. Empty `problem` when it can run.
+struct SchemeProblem {
+  std::string key, value, problem;
+};
+
 struct SchemeRules {
   std::vector<std::string> names;  // as model.positional names them, in the registry's order
-  // "" when `name` can run with these options and sizes, else why not
-  std::function<std::string(const std::string& name, const PositionalOptions&, int64_t embed, int64_t heads)>
-      incompatibility;
+  // Whether the model config's scheme (model.positional) can run with its options
+  // (model.dape, model.length_scale, model.random_positions, ...), sizes and causal flag.
+  std::function<SchemeProblem(const ModelConfig&)> incompatibility;
 };
 
 void scheme_rules_set(SchemeRules rules);

@@ -14,6 +14,15 @@
 #include <limits>
 
 #define COPYTASK_INLINE inline __attribute__((always_inline))
+// The hot functions are compiled twice, for x86-64-v3 (AVX2 and FMA) and for the generic
+// target, and the loader picks one for the CPU it runs on; the layers below are inlined into
+// each so they get the same instructions. The fused step (model/fused_cpu.cpp) and the
+// hooks' kernels (model/hooks/*.cpp) mark theirs so.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define COPYTASK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define COPYTASK_CLONES
+#endif
 // Vec8 values are passed only between always-inlined functions, so the warning that their
 // ABI differs between the compiled clones does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -146,66 +155,23 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
 
 // ---- Embedding ----------------------------------------------------------------------------
 
-// x (T, D) = tok_emb[tokens[t]] (+ additive[t] when given); tokens read with a stride.
-COPYTASK_INLINE void embedding_forward(const float* tok_emb, const float* additive, const int64_t* tokens,
-                                       int64_t token_stride, float* x, int64_t T, int64_t D) {
+// x (T, D) = tok_emb[tokens[t]]; tokens read with a stride. (The additive hook adds its
+// rows next: model/hooks/additive.cpp.)
+COPYTASK_INLINE void embedding_forward(const float* tok_emb, const int64_t* tokens, int64_t token_stride, float* x,
+                                       int64_t T, int64_t D) {
   for (int64_t t = 0; t < T; ++t) {
     const float* row = tok_emb + tokens[t * token_stride] * D;
-    if (additive)
-      for (int64_t d = 0; d < D; ++d) x[t * D + d] = row[d] + additive[t * D + d];
-    else
-      for (int64_t d = 0; d < D; ++d) x[t * D + d] = row[d];
+    for (int64_t d = 0; d < D; ++d) x[t * D + d] = row[d];
   }
 }
 
-// grad_tok_emb rows of the tokens += grad_x; grad_additive (T, D) += grad_x when given.
+// grad_tok_emb rows of the tokens += grad_x.
 COPYTASK_INLINE void embedding_backward(const float* grad_x, const int64_t* tokens, int64_t token_stride,
-                                        float* grad_tok_emb, float* grad_additive, int64_t T, int64_t D) {
+                                        float* grad_tok_emb, int64_t T, int64_t D) {
   for (int64_t t = 0; t < T; ++t) {
     float* row = grad_tok_emb + tokens[t * token_stride] * D;
     for (int64_t d = 0; d < D; ++d) row[d] += grad_x[t * D + d];
-    if (grad_additive)
-      for (int64_t d = 0; d < D; ++d) grad_additive[t * D + d] += grad_x[t * D + d];
   }
-}
-
-// ---- Rotation of q and k (the rotation hook) -------------------------------------------------
-
-// Turns the pairs (2i, 2i+1) of every head of x (T rows of row_stride floats, the first D
-// used) by the angle whose cos and sin are at [t * Dh/2 + i].
-COPYTASK_INLINE void rotation_forward(float* x, int64_t row_stride, const float* cos_table, const float* sin_table,
-                                      int64_t T, int64_t H, int64_t Dh) {
-  const int64_t pairs = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* x_h = x + t * row_stride + h * Dh;
-      for (int64_t i = 0; i < pairs; ++i) {
-        const float c = cos_table[t * pairs + i], s = sin_table[t * pairs + i];
-        const float a = x_h[2 * i], b = x_h[2 * i + 1];
-        x_h[2 * i] = a * c - b * s;
-        x_h[2 * i + 1] = a * s + b * c;
-      }
-    }
-}
-
-// grad (the gradient at the turned values, laid out as x) turned back into the gradient
-// at the values before the turn. When grad_angles (T, Dh/2) is given, it accumulates the
-// angles' gradient, sum over heads of -g_2i r_2i+1 + g_2i+1 r_2i, from the turned values r.
-COPYTASK_INLINE void rotation_backward(float* grad, const float* rotated, int64_t row_stride, const float* cos_table,
-                                       const float* sin_table, float* grad_angles, int64_t T, int64_t H, int64_t Dh) {
-  const int64_t pairs = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* g_h = grad + t * row_stride + h * Dh;
-      const float* r_h = rotated + t * row_stride + h * Dh;
-      for (int64_t i = 0; i < pairs; ++i) {
-        const float c = cos_table[t * pairs + i], s = -sin_table[t * pairs + i];
-        const float a = g_h[2 * i], b = g_h[2 * i + 1];
-        if (grad_angles) grad_angles[t * pairs + i] += -a * r_h[2 * i + 1] + b * r_h[2 * i];
-        g_h[2 * i] = a * c - b * s;
-        g_h[2 * i + 1] = a * s + b * c;
-      }
-    }
 }
 
 // ---- Attention ----------------------------------------------------------------------------
@@ -299,6 +265,118 @@ COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, 
       }
     }
   }
+}
+
+// ---- Attention in stages ----------------------------------------------------------------------
+// A member with hooks at the scores or softmax site (a content term, the length scale) runs
+// its attention in stages, so that the hooks can read and change the logits between them:
+// scores, then (the hooks), then softmax and the mix; backward the same way back. The same
+// function as attention_forward / attention_backward, summed in another order.
+
+// scores (H, T, T) = q_i . k_j / sqrt(Dh) for the seen keys (j <= i when causal), 0 beyond.
+COPYTASK_INLINE void attention_scores(const float* qkv, bool causal, float* scores, int64_t T, int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t seen = causal ? i + 1 : T;
+      const float* q_i = qkv + i * 3 * D + h * Dh;
+      float* s_i = scores + (h * T + i) * T;
+      for (int64_t j = 0; j < seen; ++j) {
+        const float* k_j = qkv + j * 3 * D + D + h * Dh;
+        float dot = 0;
+        for (int64_t d = 0; d < Dh; ++d) dot += q_i[d] * k_j[d];
+        s_i[j] = dot * scale;
+      }
+      for (int64_t j = seen; j < T; ++j) s_i[j] = 0.0f;
+    }
+}
+
+// weights (H, T, T): the logits in, their softmax over the seen keys out (0 beyond); mixed
+// (T, D) = the weights (times the dropout mask, when given) @ v, head by head.
+COPYTASK_INLINE void attention_softmax_mix(const float* qkv, bool causal, const float* dropout, float* weights,
+                                           float* mixed, int64_t T, int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
+  for (int64_t t = 0; t < T * D; ++t) mixed[t] = 0.0f;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t seen = causal ? i + 1 : T;
+      float* w_i = weights + (h * T + i) * T;
+      float row_max = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < seen; ++j) row_max = std::max(row_max, w_i[j]);
+      float total = 0;
+      for (int64_t j = 0; j < seen; ++j) {
+        w_i[j] = std::exp(w_i[j] - row_max);
+        total += w_i[j];
+      }
+      const float inverse_total = 1.0f / total;
+      float* out_i = mixed + i * D + h * Dh;
+      const float* drop_i = dropout ? dropout + (h * T + i) * T : nullptr;
+      for (int64_t j = 0; j < seen; ++j) {
+        w_i[j] *= inverse_total;
+        const float kept = drop_i ? w_i[j] * drop_i[j] : w_i[j];
+        const float* v_j = qkv + j * 3 * D + 2 * D + h * Dh;
+        for (int64_t d = 0; d < Dh; ++d) out_i[d] += kept * v_j[d];
+      }
+      for (int64_t j = seen; j < T; ++j) w_i[j] = 0.0f;
+    }
+}
+
+// From grad_mixed (T, D): grad_qkv (T, 3D) set, its v part the gradient at v and its q and k
+// parts zero; grad_logits (H, T, T) = the gradient at the softmax's input (0 for unseen
+// keys). scratch: T floats.
+COPYTASK_INLINE void attention_softmax_backward(const float* qkv, const float* weights, bool causal,
+                                                const float* dropout, const float* grad_mixed, float* grad_qkv,
+                                                float* grad_logits, float* scratch, int64_t T, int64_t H,
+                                                int64_t Dh) {
+  const int64_t D = H * Dh;
+  for (int64_t t = 0; t < 3 * T * D; ++t) grad_qkv[t] = 0.0f;
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t seen = causal ? i + 1 : T;
+      const float* w_i = weights + (h * T + i) * T;
+      const float* g_i = grad_mixed + i * D + h * Dh;
+      const float* drop_i = dropout ? dropout + (h * T + i) * T : nullptr;
+      float weighted = 0;  // sum_j w_j d(weights)_j, for the softmax backward
+      for (int64_t j = 0; j < seen; ++j) {
+        const float drop = drop_i ? drop_i[j] : 1.0f;
+        const float* v_j = qkv + j * 3 * D + 2 * D + h * Dh;
+        float* gv_j = grad_qkv + j * 3 * D + 2 * D + h * Dh;
+        float dot = 0;
+        for (int64_t d = 0; d < Dh; ++d) dot += g_i[d] * v_j[d];
+        scratch[j] = dot * drop;
+        weighted += w_i[j] * scratch[j];
+        const float kept = w_i[j] * drop;
+        for (int64_t d = 0; d < Dh; ++d) gv_j[d] += kept * g_i[d];
+      }
+      float* gl_i = grad_logits + (h * T + i) * T;
+      for (int64_t j = 0; j < seen; ++j) gl_i[j] = w_i[j] * (scratch[j] - weighted);
+      for (int64_t j = seen; j < T; ++j) gl_i[j] = 0.0f;
+    }
+}
+
+// grad_qkv's q and k parts += the gradient through q_i . k_j / sqrt(Dh) of grad_scores (H, T, T).
+COPYTASK_INLINE void attention_scores_backward(const float* qkv, bool causal, const float* grad_scores,
+                                               float* grad_qkv, int64_t T, int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T; ++i) {
+      const int64_t seen = causal ? i + 1 : T;
+      const float* q_i = qkv + i * 3 * D + h * Dh;
+      float* gq_i = grad_qkv + i * 3 * D + h * Dh;
+      const float* gs_i = grad_scores + (h * T + i) * T;
+      for (int64_t j = 0; j < seen; ++j) {
+        const float grad_score = gs_i[j] * scale;
+        if (grad_score == 0.0f) continue;  // exact zeros add nothing
+        const float* k_j = qkv + j * 3 * D + D + h * Dh;
+        float* gk_j = grad_qkv + j * 3 * D + D + h * Dh;
+        for (int64_t d = 0; d < Dh; ++d) {
+          gq_i[d] += grad_score * k_j[d];
+          gk_j[d] += grad_score * q_i[d];
+        }
+      }
+    }
 }
 
 // ---- Residuals, ReLU, dropout ----------------------------------------------------------------

@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "compat/torch_compat.h"
-#include "model/attention_core.h"
+#include "model/hooks/registry.h"
 #include "model/random_positions.h"
 
 namespace copytask {
@@ -18,19 +18,44 @@ AttentionImpl::AttentionImpl(int64_t members, int64_t embed, int64_t heads_) : h
   proj = register_module("proj", StackedLinear(members, embed, embed, /*with_bias=*/true));
 }
 
+namespace {
+// Applies every hook of `site` that a member of the batch uses, in the registry's order.
+void site_apply(HookSite site, const PositionalTables& tables, SiteState& state) {
+  const auto& hooks = hook_registry();
+  for (size_t index = 0; index < hooks.size(); ++index)
+    if (hooks[index]->site() == site && tables.hooks[index].any_used()) hooks[index]->apply(tables.hooks[index], state);
+}
+}  // namespace
+
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionContext& context,
-                                     const torch::Tensor& dropout, torch::Tensor* attention_out) {
+                                     const torch::Tensor& dropout, torch::Tensor* attention_out, int64_t block,
+                                     torch::Tensor* content_out) {
   const int64_t M = x.size(0), B = x.size(1), T = x.size(2), D = x.size(3), H = heads, Dh = D / H;
   auto qkv_out = qkv->forward(x).view({M, B, T, 3, H, Dh});   // (M, B, T, 3, H, Dh)
   auto split = qkv_out.permute({3, 0, 1, 4, 2, 5});           // (3, M, B, H, T, Dh)
-  auto q = split[0], k = split[1], v = split[2];              // (M, B, H, T, Dh) each
-  if (context.cos.defined()) {
-    q = rotate_pairs(q, context.cos, context.sin);
-    k = rotate_pairs(k, context.cos, context.sin);
-  }
-  const AttentionOutput core = attention_core_matmul(q, k, v, context.offset, dropout);
-  if (attention_out) *attention_out = core.weights;
-  auto merged = core.mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});  // (M, B, T, H*Dh)
+  SiteState state;
+  state.block = block;
+  state.per_example = context.tables->per_example;
+  state.input = x;
+  state.q = split[0];                                         // (M, B, H, T, Dh)
+  state.k = split[1];                                         // (M, B, H, T, Dh)
+  state.causal = context.causal;
+  state.causal_flags = context.causal_flags;
+  state.content_out = content_out;
+  site_apply(HookSite::query_key, *context.tables, state);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  state.scores = torch::matmul(state.q, state.k.transpose(-1, -2)) * scale;  // (M, B, H, T, T)
+  state.logits = state.scores;
+  site_apply(HookSite::scores, *context.tables, state);
+  site_apply(HookSite::softmax, *context.tables, state);
+  // The causal mask last, after every hook (docs/design.md section 2).
+  auto logits = context.mask.defined() ? state.logits.masked_fill(context.mask, -std::numeric_limits<float>::infinity())
+                                       : state.logits;
+  auto weights = torch::softmax(logits, -1);                               // (M, B, H, T, T)
+  if (attention_out) *attention_out = weights.detach();
+  auto kept = dropout.defined() ? weights * dropout : weights;
+  auto mixed = torch::matmul(kept, split[2]);                              // (M, B, H, T, Dh)
+  auto merged = mixed.permute({0, 1, 3, 2, 4}).reshape({M, B, T, D});      // (M, B, T, H*Dh)
   return proj->forward(merged);                                            // (M, B, T, D)
 }
 
@@ -53,9 +78,10 @@ BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape, int64_t index_)
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context, const DropoutMasks* masks,
-                                 torch::Tensor* attention_out) {
+                                 torch::Tensor* attention_out, torch::Tensor* content_out) {
   auto mask = [&](DropoutSite site) { return masks ? masks->site(index, site) : torch::Tensor(); };
-  auto attended = attn->forward(ln1->forward(x), context, mask(kAttentionWeights), attention_out);  // (M, B, T, D)
+  auto attended = attn->forward(ln1->forward(x), context, mask(kAttentionWeights), attention_out, index,
+                                content_out);  // (M, B, T, D)
   if (masks) attended = attended * mask(kAttentionOutput);
   auto h = x + attended;
   auto fed = ff->forward(ln2->forward(h), mask(kHidden));                                         // (M, B, T, D)
@@ -72,8 +98,8 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
   ln_f = register_module("ln_f", StackedLayerNorm(M, shape.embed));
   head = register_module("head", StackedLinear(M, shape.embed, shape.vocab, /*with_bias=*/true));
   positional = register_module("positional", torch::nn::ModuleList());
-  const PositionalShape positional_shape{shape.context, shape.embed, shape.heads};
   for (const auto& member : members_) {
+    const PositionalShape positional_shape{shape.context, shape.embed, shape.heads, shape.blocks, member.causal};
     schemes_.push_back(positional_scheme_make(member.positional, member.options, positional_shape));
     positional->push_back(schemes_.back());
   }
@@ -87,15 +113,17 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     position_ranges_.push_back(members_[m].options.random_positions);
   }
   to(device);
-  table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape.embed, shape.heads, device);
+  table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape, device);
 
   std::vector<int64_t> causal_flags;
-  for (const auto& member : members_) causal_flags.push_back(member.causal ? 1 : 0);
-  const int64_t T = shape.context;
-  if (std::find(causal_flags.begin(), causal_flags.end(), 1) != causal_flags.end()) {
-    causal_flags_ = torch::tensor(causal_flags).to(torch::kBool).view({M, 1, 1, 1, 1}).to(device);  // (M, 1, 1, 1, 1)
-    causal_mask_ = causal_mask(T);  // the training context's, kept
+  for (const auto& member : members_) {
+    causal_flags.push_back(member.causal ? 1 : 0);
+    causal_.push_back(member.causal ? 1 : 0);
   }
+  const int64_t T = shape.context;
+  causal_flags_ = torch::tensor(causal_flags).to(torch::kBool).view({M, 1, 1, 1, 1}).to(device);  // (M, 1, 1, 1, 1)
+  if (std::find(causal_flags.begin(), causal_flags.end(), 1) != causal_flags.end())
+    causal_mask_ = causal_mask(T);  // the training context's, kept
   token_offsets_ = (torch::arange(M, torch::kLong) * shape.vocab).view({M, 1, 1}).to(device);  // (M, 1, 1)
 }
 
@@ -117,7 +145,9 @@ void EncoderImpl::init_member(int64_t m, at::Generator& generator, at::Generator
   }
   ln_f->init_member(m);
   head->init_member(m, generator);
-  schemes_[static_cast<size_t>(m)]->init(position_draw, scheme_generator);
+  // The scheme, then each option attached to it, from the member's scheme stream.
+  for (PositionalScheme* component : schemes_[static_cast<size_t>(m)]->components())
+    component->init(position_draw, scheme_generator);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> EncoderImpl::stacked_parameters() {
@@ -164,28 +194,15 @@ torch::Tensor EncoderImpl::evaluation_positions(int64_t first, int64_t count, in
 }
 
 PositionalTables EncoderImpl::tables_at(const PositionalTables& tables, const torch::Tensor& positions) const {
-  const int64_t M = member_count(), B = positions.size(1), T = positions.size(2), P = tables.positions;
+  const int64_t M = member_count(), T = positions.size(2);
   TORCH_CHECK(positions.size(0) == M, "tables_at: positions for ", positions.size(0), " members, the model has ", M);
   PositionalTables out = tables;
   out.positions = T;
   out.per_example = true;
-  auto member_rows = (torch::arange(M, positions.options()) * P).view({M, 1, 1}) + positions;  // (M, B, T): rows of (M*P)
-  if (tables.additive.defined()) {
-    const int64_t D = tables.additive.size(2);
-    out.additive = tables.additive.reshape({M * P, D}).index_select(0, member_rows.reshape({-1})).view({M, B, T, D});
-  }
-  if (tables.angles.defined()) {
-    const int64_t R = tables.angles.size(2);
-    out.angles = tables.angles.reshape({M * P, R}).index_select(0, member_rows.reshape({-1})).view({M, B, T, R});
-  }
-  if (tables.bias.defined()) {
-    const int64_t H = tables.bias.size(1);
-    // Entry (m, h, i, j) of (M, H, P, P) for example b: ((m H + h) P + pos_i) P + pos_j.
-    auto heads = (torch::arange(M, positions.options()).view({M, 1, 1, 1, 1}) * H +
-                  torch::arange(H, positions.options()).view({1, 1, H, 1, 1})) * (P * P);  // (M, 1, H, 1, 1)
-    auto index = heads + positions.view({M, B, 1, T, 1}) * P + positions.view({M, B, 1, 1, T});  // (M, B, H, T, T)
-    out.bias = tables.bias.reshape({-1}).index_select(0, index.reshape({-1})).view({M, B, H, T, T});
-  }
+  const auto& hooks = hook_registry();
+  for (size_t index = 0; index < hooks.size(); ++index)
+    if (hooks[index]->reads_positions() && out.hooks[index].stacked.defined())
+      out.hooks[index].stacked = hooks[index]->gather(tables.hooks[index].stacked, positions);  // (M, B, ...)
   return out;
 }
 
@@ -193,24 +210,31 @@ void EncoderImpl::positional_backward(const PositionalTables& tables, const Posi
   table_maker_->backward(tables, table_grads);
 }
 
+void EncoderImpl::rope_rescaling_set(const RopeRescaling& rescaling) {
+  for (const auto& scheme : schemes_) scheme->rescale_for_evaluation(rescaling);
+  table_maker_->forget();
+}
+
+bool EncoderImpl::rotates(int64_t member) { return scheme(member).owner_of(rotation_hook()) != nullptr; }
+
+std::vector<torch::Tensor> EncoderImpl::content_terms(const torch::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  eval();
+  std::vector<torch::Tensor> terms;
+  const int64_t T = tokens.size(2);
+  forward(tokens, positional_tables(T), nullptr, nullptr, &terms);
+  if (was_training) train();
+  return terms;
+}
+
 AttentionContext EncoderImpl::attention_context(const PositionalTables& tables, int64_t T) {
-  const int64_t M = member_count();
   AttentionContext context;
-  if (tables.angles.defined()) {
-    // (M, 1, 1, T, Dh/2), or per example (M, B, 1, T, Dh/2)
-    auto angles = tables.per_example ? tables.angles.unsqueeze(2) : tables.angles.unsqueeze(1).unsqueeze(1);
-    context.cos = angles.cos();
-    context.sin = angles.sin();
-  }
-  // The score bias, then -inf where a causal member may not look (DESIGN.md section 2).
-  if (tables.bias.defined()) context.offset = tables.per_example ? tables.bias : tables.bias.unsqueeze(1);  // (M, 1|B, H, T, T)
-  if (causal_mask_.defined()) {
-    // The training context's mask is kept; another length (evaluation beyond it) gets its own.
-    const torch::Tensor mask = T == causal_mask_.size(-1) ? causal_mask_ : causal_mask(T);
-    if (!context.offset.defined())
-      context.offset = torch::zeros({M, 1, shape_.heads, T, T}, torch::TensorOptions().device(device_));
-    context.offset = context.offset.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  }
+  context.tables = &tables;
+  context.causal = &causal_;
+  context.causal_flags = causal_flags_.view({member_count()});
+  // The training context's mask is kept; another length (evaluation beyond it) gets its own.
+  if (causal_mask_.defined()) context.mask = T == causal_mask_.size(-1) ? causal_mask_ : causal_mask(T);
   return context;
 }
 
@@ -222,7 +246,8 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const DropoutMas
 }
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const PositionalTables& tables,
-                                   const DropoutMasks* masks, std::vector<torch::Tensor>* attention_out) {
+                                   const DropoutMasks* masks, std::vector<torch::Tensor>* attention_out,
+                                   std::vector<torch::Tensor>* content_out) {
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
   // Training runs at the model's context; evaluation may ask for any T every member's scheme
@@ -234,13 +259,20 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
   const AttentionContext context = attention_context(tables, T);
   // Member m's token t is row m * V + t of the stacked table (M * V, D).
   auto rows = (tokens + token_offsets_).reshape({-1});                                  // (M*B*T)
-  auto x = tok_emb.view({M * shape_.vocab, D}).index_select(0, rows).view({M, B, T, D});  // (M, B, T, D)
-  if (tables.additive.defined()) x = x + (tables.per_example ? tables.additive : tables.additive.unsqueeze(1));  // + (M, 1|B, T, D)
+  SiteState embedding;
+  embedding.per_example = tables.per_example;
+  embedding.x = tok_emb.view({M * shape_.vocab, D}).index_select(0, rows).view({M, B, T, D});  // (M, B, T, D)
+  site_apply(HookSite::embedding, tables, embedding);
+  auto x = embedding.x;
   if (attention_out) attention_out->clear();
+  const bool any_content = tables.of(content_hook()).any_used();
+  if (content_out) content_out->clear();
   for (const auto& module : *blocks) {
-    torch::Tensor weights;
-    x = module->as<BlockImpl>()->forward(x, context, masks, attention_out ? &weights : nullptr);
+    torch::Tensor weights, content;
+    x = module->as<BlockImpl>()->forward(x, context, masks, attention_out ? &weights : nullptr,
+                                         content_out && any_content ? &content : nullptr);
     if (attention_out) attention_out->push_back(weights);
+    if (content_out && any_content) content_out->push_back(content);
   }
   return head->forward(ln_f->forward(x));  // (M, B, T, V)
 }

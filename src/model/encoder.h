@@ -1,15 +1,17 @@
 #pragma once
-// The member-batched encoder in LibTorch ops (DESIGN.md sections 2 and 3): M independent
+// The member-batched encoder in LibTorch ops (docs/design.md sections 2 and 3): M independent
 // models that share shapes, run as one. Per member:
-//   x = tok_emb[tokens] (+ the additive table)
+//   x = tok_emb[tokens] (+ the embedding hooks: the additive table)
 //   per block (pre-LN): x += dropout(proj(attention(ln1(x))));  x += dropout(ff(ln2(x)))
-//     attention: fused q/k/v projection without bias, q and k turned by the rotation
-//                table, scores / sqrt(Dh) + the score-bias table, causal mask, softmax,
+//     attention: fused q/k/v projection without bias; the query_key hooks (rotation, the
+//                q/k scale); scores q.k / sqrt(Dh); the scores hooks (score bias, content
+//                term); the softmax hooks (the length scale); causal mask, softmax,
 //                dropout on the weights
 //     ff: fc2(dropout(relu(fc1(x))))
 //   logits = head(ln_f(x))
 // Each member's positional scheme is a module of its own (model/positional.h) whose
-// tables the forward pass reads. Dropout sites: model/dropout_sites.h.
+// tables the hooks apply at their sites (model/hooks/hook.h). Dropout sites:
+// model/dropout_sites.h.
 //
 // This is the autograd formulation: the GPU trains with it, and on the CPU it is what the
 // hand-written step (model/fused_cpu.h) is checked against.
@@ -35,20 +37,24 @@
 
 namespace copytask {
 
-// What attention reads besides its input: each member's rotation as cos and sin
-// (M, 1, 1, T, Dh/2) and its score offset, the bias then -inf where a causal member may
-// not look (M, 1, H, T, T); undefined where no member has one.
+// What attention reads besides its input: the members' positional tables (each hook
+// applies its own at its site, model/hooks/hook.h), where the causal members may not look,
+// (M, 1, 1, T, T) bool or undefined, and which members are causal.
 struct AttentionContext {
-  torch::Tensor cos, sin, offset;
+  const PositionalTables* tables = nullptr;
+  torch::Tensor mask;                             // (M, 1, 1, T, T): j > i for causal members
+  const std::vector<uint8_t>* causal = nullptr;   // per member
+  torch::Tensor causal_flags;                     // (M) bool on the device
 };
 
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int64_t members, int64_t embed, int64_t heads);
   // x: (M, B, T, D) -> (M, B, T, D). dropout: (M, B, H, T, T) or undefined.
-  // attention_out, when given, receives the weights (M, B, H, T, T).
+  // attention_out, when given, receives the weights (M, B, H, T, T); content_out the
+  // content hook's terms (M, B, H, T, T), when a member has one.
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& context, const torch::Tensor& dropout,
-                        torch::Tensor* attention_out);
+                        torch::Tensor* attention_out, int64_t block, torch::Tensor* content_out = nullptr);
   StackedLinear qkv{nullptr}, proj{nullptr};
   int64_t heads;
 };
@@ -67,7 +73,7 @@ class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(int64_t members, const EncoderShape& shape, int64_t index);
   torch::Tensor forward(const torch::Tensor& x, const AttentionContext& context, const DropoutMasks* masks,
-                        torch::Tensor* attention_out);
+                        torch::Tensor* attention_out, torch::Tensor* content_out = nullptr);
   StackedLayerNorm ln1{nullptr}, ln2{nullptr};
   Attention attn{nullptr};
   FeedForward ff{nullptr};
@@ -88,9 +94,11 @@ class EncoderImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& tokens, const DropoutMasks* masks = nullptr,
                         std::vector<torch::Tensor>* attention_out = nullptr, const torch::Tensor& positions = {});
   // The same with the positional tables given (positional_tables(T), or tables a test
-  // wants the gradients of).
+  // wants the gradients of). content_out, when given, receives each block's content terms
+  // (M, B, H, T, T) (zeros for members without one; empty when no member has one).
   torch::Tensor forward(const torch::Tensor& tokens, const PositionalTables& tables, const DropoutMasks* masks,
-                        std::vector<torch::Tensor>* attention_out);
+                        std::vector<torch::Tensor>* attention_out,
+                        std::vector<torch::Tensor>* content_out = nullptr);
 
   // The members' positional tables for P positions (with autograd to the scheme
   // parameters), and the step back from their gradients to those parameters.
@@ -110,6 +118,15 @@ class EncoderImpl : public torch::nn::Module {
   PositionalTables tables_at(const PositionalTables& tables, const torch::Tensor& positions) const;
   void positional_backward(const PositionalTables& tables, const PositionalTables& table_grads);
 
+  // Evaluation with RoPE's rescalings (eval.rope_rescaling): the members that rotate q and k
+  // make their tables rescaled until called again with an inactive one.
+  void rope_rescaling_set(const RopeRescaling& rescaling);
+  // Whether member m rotates q and k (the rescalings apply to it).
+  bool rotates(int64_t member);
+  // Each block's content terms of inputs (M, N, T) without dropout: (M, N, H, T, T) per block,
+  // zeros for members without a content term; empty when no member has one.
+  std::vector<torch::Tensor> content_terms(const torch::Tensor& tokens);
+
   // Draws this step's dropout masks for a batch of `batch` examples (each member from its
   // own stream). Call once per training step, before forward. On the CPU, with_buffer =
   // false draws only the stream (for the fused step, which draws its masks itself).
@@ -128,7 +145,9 @@ class EncoderImpl : public torch::nn::Module {
   const std::vector<MemberSpec>& members() const { return members_; }
   const EncoderShape& shape() const { return shape_; }
   const torch::Device& device() const { return device_; }
+  // Member m's positional: its scheme with its options attached (model/positional.h).
   PositionalScheme& scheme(int64_t member) { return *schemes_[static_cast<size_t>(member)]; }
+  const std::vector<uint8_t>& causal_members() const { return causal_; }
   // The most positions every member's scheme can cover (a learned table's rows), so an
   // evaluation can ask for a context longer than the training one.
   int64_t position_limit() const;
@@ -154,6 +173,7 @@ class EncoderImpl : public torch::nn::Module {
   std::unique_ptr<PositionalTableMaker> table_maker_;
   torch::Tensor causal_mask_;    // (M, 1, 1, T, T) bool: j > i for causal members, or undefined
   torch::Tensor causal_flags_;   // (M, 1, 1, 1, 1) bool: which members are causal (a mask for another T)
+  std::vector<uint8_t> causal_;  // per member, on the host
   torch::Tensor token_offsets_;  // (M, 1, 1) int64: m * V, to index the stacked embedding table
   // Each member's dropout randomness: its stream key, and the steps drawn so far (the same
   // counter-based stream on every device, model/dropout_stream.h).

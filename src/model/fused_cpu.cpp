@@ -1,6 +1,7 @@
 #include "model/fused_cpu.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -8,15 +9,13 @@
 #include <torch/torch.h>
 
 #include "model/cpu_layers.h"
+#include "model/hooks/cpu_hook.h"
+#include "model/hooks/registry.h"
 
-// The per-example functions are compiled twice, for x86-64-v3 (AVX2 and FMA) and for the
-// generic target, and the loader picks one for the CPU it runs on; the layers of
-// cpu_layers.h are inlined into each so they get the same instructions.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define COPYTASK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define COPYTASK_CLONES
-#endif
+// The per-example functions are compiled twice (COPYTASK_CLONES, model/cpu_layers.h), for
+// x86-64-v3 (AVX2 and FMA) and for the generic target, and the loader picks one for the CPU
+// it runs on; the layers of cpu_layers.h are inlined into each so they get the same
+// instructions. The positional hooks' kernels are compiled the same way in their own files.
 
 namespace copytask {
 namespace {
@@ -59,50 +58,41 @@ struct ParameterTable {
 
 inline int block_index(int64_t block, int which) { return kFirstBlock + static_cast<int>(block) * kPerBlock + which; }
 
-struct Shape {
-  int64_t B, T, D, H, Dh, F, V, L;
-};
-
 // One member's constants for a step: its parameters, the transposed weights the backward
-// reads, its positional tables, and where its tables' gradients go.
+// reads, its positional hooks' kernels (model/hooks/cpu_hook.h) sorted by site, and where
+// each hook's workspace and table gradient are.
 struct MemberConstants {
   std::vector<const float*> value;             // per parameter index
   std::vector<std::vector<float>> weight;      // per parameter index (weights only): (I, O) + slack
   std::vector<std::vector<float>> transposed;  // per parameter index (weights only): (O, I) + slack
-  int64_t P = 0;                               // positions the tables cover (T, or L under randomized positions)
-  const float* additive = nullptr;             // (P, D), or null
-  bool rotates = false;
-  std::vector<float> cos_table, sin_table;     // (P, Dh/2)
-  const float* bias = nullptr;                 // (H, P, P), or null
   bool causal = false;
   const DropoutStream* stream = nullptr;       // this step's dropout masks, or null
   int64_t member = 0;                          // the member's index in the stream
-  // Offsets of the tables' gradients in the member's flat gradient; -1 when not wanted.
-  int64_t grad_additive = -1, grad_angles = -1, grad_bias = -1;
-};
-
-// The tables one example reads, and where its tables' gradients go: the member's own
-// (positions 0..T-1), or this example's rows of them gathered into the workspace
-// (randomized positions; their gradients are then scattered back, tables_scatter).
-struct ExampleTables {
-  const float *additive = nullptr, *cos = nullptr, *sin = nullptr, *bias = nullptr;  // (T, D), (T, Dh/2) x 2, (H, T, T)
-  float *grad_additive = nullptr, *grad_angles = nullptr, *grad_bias = nullptr;      // the same shapes, or null
+  // The member's hooks, in the registry's order, and for each: where its floats start in
+  // the example's hook workspace, and its table gradient's slot in the flat gradient (-1:
+  // none wanted).
+  std::vector<std::unique_ptr<CpuHook>> hooks;
+  std::vector<int64_t> work_offset, grad_slot;
+  // Indices into hooks, by site; the score bias hook (at most one), or -1.
+  std::vector<int> embedding, query_key, scores, softmax;
+  int bias = -1;
+  bool staged = false;                         // a hook needs the attention in stages
 };
 
 // Every activation of one example that the backward reads, per block, plus the final
-// layer; and the scratch gradients. Sized once per partition, reused example by example.
+// layer; the scratch gradients; the positional hooks' workspace; and for members whose
+// attention runs in stages, its scores and gradients, and the q | k snapshots between
+// query_key hooks. Sized once per partition, reused example by example.
 class ExampleWorkspace {
  public:
-  explicit ExampleWorkspace(const Shape& s) : s_(s) {
+  ExampleWorkspace(const Shape& s, int64_t hook_floats, bool staged, int64_t snapshots) : s_(s) {
     const int64_t TD = s.T * s.D, TF = s.T * s.F, HTT = s.H * s.T * s.T;
     per_block_ = 8 * TD + 2 * s.T + HTT + 2 * TF + (HTT + 2 * TD + TF);
     data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + kSlack);
+    hooks_.resize(static_cast<size_t>(hook_floats));
+    if (staged) staged_.resize(static_cast<size_t>((s.L + 2) * HTT + TD));
+    snapshots_.resize(static_cast<size_t>(s.L * snapshots * 3 * TD));
   }
-  // Randomized positions: this example's rows of the tables, and their gradients.
-  struct Gathered {
-    std::vector<float> additive, cos, sin, bias, grad_additive, grad_angles, grad_bias;
-  };
-  Gathered& gathered() { return gathered_; }
   // Block l's activations and this example's dropout masks there.
   struct Block {
     float *normalized1, *rstd1, *attn_in, *qkv, *weights, *mixed, *normalized2, *rstd2, *ff_in, *pre_relu, *hidden;
@@ -152,79 +142,42 @@ class ExampleWorkspace {
     t.scratch = p;                    // T floats (one attention row's d(weights)), and more slack
     return t;
   }
+  // The positional hooks' floats.
+  float* hooks() { return hooks_.data(); }
+  // Staged attention: block l's scores (H, T, T); the gradient at the logits and at the
+  // scores (H, T, T) each; the gradient at the attention's input from the hooks (T, D).
+  struct Staged {
+    float *scores, *grad_logits, *grad_scores, *grad_input;
+  };
+  Staged staged(int64_t l) {
+    const int64_t HTT = s_.H * s_.T * s_.T;
+    float* p = staged_.data();
+    return {p + l * HTT, p + s_.L * HTT, p + (s_.L + 1) * HTT, p + (s_.L + 2) * HTT};
+  }
+  // q | k | v (T, 3D) of block l after its query_key hook k (all but the last).
+  float* snapshot(int64_t l, int64_t k, int64_t per_block) {
+    return snapshots_.data() + (l * per_block + k) * 3 * s_.T * s_.D;
+  }
 
  private:
   Shape s_;
   int64_t per_block_;
-  std::vector<float> data_;
-  Gathered gathered_;
+  std::vector<float> data_, hooks_, staged_, snapshots_;
 };
 
-// The tables example b reads. Without positions, the member's own (its tables are for T
-// positions). With positions (pos: T increasing indices into 0..P-1), its rows gathered
-// into the workspace, and zeroed gradient buffers where the member wants the tables'.
-COPYTASK_INLINE ExampleTables tables_for(const Shape& s, const MemberConstants& c, const int64_t* pos, float* grad,
-                                         ExampleWorkspace& work) {
-  ExampleTables e;
-  const int64_t T = s.T, D = s.D, R = s.Dh / 2, P = c.P;
-  if (!pos) {
-    e.additive = c.additive;
-    e.cos = c.cos_table.data();
-    e.sin = c.sin_table.data();
-    e.bias = c.bias;
-    e.grad_additive = c.grad_additive >= 0 ? grad + c.grad_additive : nullptr;
-    e.grad_angles = c.grad_angles >= 0 ? grad + c.grad_angles : nullptr;
-    e.grad_bias = c.grad_bias >= 0 ? grad + c.grad_bias : nullptr;
-    return e;
+// This example's view of each of the member's hooks: its positions, its workspace, its
+// table gradient (null without one, or in a forward pass).
+using HookExamples = std::array<HookExample, 8>;
+COPYTASK_INLINE void hook_examples_begin(const MemberConstants& c, const int64_t* pos, float* grad,
+                                         ExampleWorkspace& work, HookExamples& out) {
+  for (size_t k = 0; k < c.hooks.size(); ++k) {
+    HookExample& e = out[k];
+    e.positions = pos;
+    e.causal = c.causal;
+    e.work = work.hooks() + c.work_offset[k];
+    e.grad = grad && c.grad_slot[k] >= 0 ? grad + c.grad_slot[k] : nullptr;
+    c.hooks[k]->example_begin(e);
   }
-  auto& g = work.gathered();
-  if (c.additive) {
-    g.additive.resize(T * D);
-    for (int64_t t = 0; t < T; ++t) std::copy(c.additive + pos[t] * D, c.additive + (pos[t] + 1) * D, g.additive.data() + t * D);
-    e.additive = g.additive.data();
-  }
-  if (c.rotates) {
-    g.cos.resize(T * R);
-    g.sin.resize(T * R);
-    for (int64_t t = 0; t < T; ++t) {
-      std::copy(c.cos_table.data() + pos[t] * R, c.cos_table.data() + (pos[t] + 1) * R, g.cos.data() + t * R);
-      std::copy(c.sin_table.data() + pos[t] * R, c.sin_table.data() + (pos[t] + 1) * R, g.sin.data() + t * R);
-    }
-    e.cos = g.cos.data();
-    e.sin = g.sin.data();
-  }
-  if (c.bias) {
-    g.bias.resize(s.H * T * T);
-    for (int64_t h = 0; h < s.H; ++h)
-      for (int64_t i = 0; i < T; ++i)
-        for (int64_t j = 0; j < T; ++j) g.bias[(h * T + i) * T + j] = c.bias[(h * P + pos[i]) * P + pos[j]];
-    e.bias = g.bias.data();
-  }
-  auto zeroed = [](std::vector<float>& v, int64_t n) {
-    v.assign(n, 0.0f);
-    return v.data();
-  };
-  if (c.grad_additive >= 0) e.grad_additive = zeroed(g.grad_additive, T * D);
-  if (c.grad_angles >= 0) e.grad_angles = zeroed(g.grad_angles, T * R);
-  if (c.grad_bias >= 0) e.grad_bias = zeroed(g.grad_bias, s.H * T * T);
-  return e;
-}
-
-// Adds one example's table gradients (at its positions) into the member's (P positions).
-COPYTASK_INLINE void tables_scatter(const Shape& s, const MemberConstants& c, const int64_t* pos, const ExampleTables& e,
-                                    float* grad) {
-  const int64_t T = s.T, D = s.D, R = s.Dh / 2, P = c.P;
-  if (e.grad_additive)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t d = 0; d < D; ++d) grad[c.grad_additive + pos[t] * D + d] += e.grad_additive[t * D + d];
-  if (e.grad_angles)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t r = 0; r < R; ++r) grad[c.grad_angles + pos[t] * R + r] += e.grad_angles[t * R + r];
-  if (e.grad_bias)
-    for (int64_t h = 0; h < s.H; ++h)
-      for (int64_t i = 0; i < T; ++i)
-        for (int64_t j = 0; j < T; ++j)
-          grad[c.grad_bias + (h * P + pos[i]) * P + pos[j]] += e.grad_bias[(h * T + i) * T + j];
 }
 
 // ---- One member's model, per example --------------------------------------------------------
@@ -241,8 +194,51 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
   }
 }
 
+// The attention of block l in stages, for a member with hooks at the scores or softmax
+// site: scores, the score bias, the scores hooks, the softmax hooks, softmax and the mix.
+COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConstants& c, const HookExamples& e,
+                                              int64_t l, const float* dropout, ExampleWorkspace& work) {
+  auto a = work.block(l);
+  const auto staged = work.staged(l);
+  const int64_t n = s.H * s.T * s.T;
+  attention_scores(a.qkv, c.causal, staged.scores, s.T, s.H, s.Dh);
+  const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
+  if (bias)
+    for (int64_t i = 0; i < n; ++i) a.weights[i] = staged.scores[i] + bias[i];
+  else
+    std::copy(staged.scores, staged.scores + n, a.weights);
+  const ScoresSite site{a.qkv, a.attn_in, staged.scores, bias, a.weights};
+  for (int k : c.scores) c.hooks[k]->scores_forward(e[k], l, site);
+  for (int k : c.softmax) c.hooks[k]->softmax_forward(e[k], l, a.weights);
+  attention_softmax_mix(a.qkv, c.causal, dropout, a.weights, a.mixed, s.T, s.H, s.Dh);
+}
+
+// Its backward, from grad_mixed (T, D): t.grad_qkv set, the hooks' gradients accumulated,
+// and the gradient the hooks send to the attention's input in the staged grad_input.
+COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConstants& c, const HookExamples& e,
+                                               int64_t l, const float* dropout, const float* grad_mixed,
+                                               ExampleWorkspace& work) {
+  auto a = work.block(l);
+  auto t = work.tail();
+  const auto staged = work.staged(l);
+  const int64_t n = s.H * s.T * s.T;
+  attention_softmax_backward(a.qkv, a.weights, c.causal, dropout, grad_mixed, t.grad_qkv, staged.grad_logits,
+                             t.scratch, s.T, s.H, s.Dh);
+  for (auto k = c.softmax.rbegin(); k != c.softmax.rend(); ++k) c.hooks[*k]->softmax_backward(e[*k], l, staged.grad_logits);
+  std::copy(staged.grad_logits, staged.grad_logits + n, staged.grad_scores);
+  std::fill(staged.grad_input, staged.grad_input + s.T * s.D, 0.0f);
+  const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
+  float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
+  const ScoresSite site{a.qkv, a.attn_in, staged.scores, bias, nullptr};
+  const ScoresGrad grad{staged.grad_logits, staged.grad_scores, t.grad_qkv, staged.grad_input, grad_bias};
+  for (auto k = c.scores.rbegin(); k != c.scores.rend(); ++k) c.hooks[*k]->scores_backward(e[*k], l, site, grad);
+  if (grad_bias)
+    for (int64_t i = 0; i < n; ++i) grad_bias[i] += staged.grad_logits[i];
+  attention_scores_backward(a.qkv, c.causal, staged.grad_scores, t.grad_qkv, s.T, s.H, s.Dh);
+}
+
 // Block l's forward: x (T, D) in and out; keeps its activations in the workspace.
-COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, const ExampleTables& e, int64_t l,
+COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, const HookExamples& e, int64_t l,
                                    bool dropout, ExampleWorkspace& work, float* x, float* scratch) {
   const int64_t T = s.T, D = s.D, F = s.F, TD = T * D, TF = T * F;
   auto a = work.block(l);
@@ -251,11 +247,19 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
   layernorm_forward(x, c.value[block_index(l, kLn1W)], c.value[block_index(l, kLn1B)], a.normalized1, a.rstd1, a.attn_in,
                     T, D);
   linear_forward(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, T, D, 3 * D);  // (T, 3D): q | k | v
-  if (c.rotates) {
-    rotation_forward(a.qkv, 3 * D, e.cos, e.sin, T, s.H, s.Dh);      // q
-    rotation_forward(a.qkv + D, 3 * D, e.cos, e.sin, T, s.H, s.Dh);  // k
+  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  for (size_t k = 0; k < c.query_key.size(); ++k) {
+    c.hooks[c.query_key[k]]->query_key_forward(e[c.query_key[k]], l, a.qkv);
+    // Each hook's backward reads the values it made: kept where a later hook changes them.
+    if (static_cast<int64_t>(k) < snapshots)
+      std::copy(a.qkv, a.qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots));
   }
-  attention_forward(a.qkv, e.bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
+  if (c.staged) {
+    attention_forward_staged(s, c, e, l, mask(kAttentionWeights), work);
+  } else {
+    const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
+    attention_forward(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
+  }
   linear_forward(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), TD);
   // x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
@@ -269,7 +273,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
 
 // Block l's backward: t.grad_x is d(loss)/d(the block's output) on entry, d(its input) on
 // exit; parameter and table gradients accumulate into `grad`.
-COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, const ExampleTables& e,
+COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                     const std::vector<int64_t>& offset, int64_t l, bool dropout, ExampleWorkspace& work,
                                     float* grad) {
   const int64_t T = s.T, D = s.D, F = s.F, TD = T * D, TF = T * F;
@@ -290,22 +294,33 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   // Attention: out = in + dropout(proj(mixed)).
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, TD);
   linear_backward(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, T, D, D);
-  attention_backward(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv,
-                     e.grad_bias, t.scratch, T, s.H, s.Dh);
-  if (c.rotates) {
-    rotation_backward(t.grad_qkv, a.qkv, 3 * D, e.cos, e.sin, e.grad_angles, T, s.H, s.Dh);
-    rotation_backward(t.grad_qkv + D, a.qkv + D, 3 * D, e.cos, e.sin, e.grad_angles, T, s.H, s.Dh);
+  if (c.staged) {
+    attention_backward_staged(s, c, e, l, mask(kAttentionWeights), t.grad_b, work);
+  } else {
+    float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
+    attention_backward(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv, grad_bias,
+                       t.scratch, T, s.H, s.Dh);
+  }
+  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  for (int64_t k = static_cast<int64_t>(c.query_key.size()) - 1; k >= 0; --k) {
+    const float* made = k < snapshots ? work.snapshot(l, k, snapshots) : a.qkv;  // what hook k made
+    c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, t.grad_qkv, made);
   }
   linear_backward(a.attn_in, t.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, T, D, 3 * D);
+  if (c.staged) {
+    const float* from_hooks = work.staged(l).grad_input;  // a term that reads the attention's input (fox)
+    for (int64_t i = 0; i < TD; ++i) t.grad_b[i] += from_hooks[i];
+  }
   layernorm_backward(a.normalized1, a.rstd1, c.value[block_index(l, kLn1W)], t.grad_b, grad_of(kLn1W), grad_of(kLn1B),
                      t.grad_x, T, D);
 }
 
 // The forward pass of one example up to its logits (the tail's logits, (T, V)).
-COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, const ExampleTables& e, const int64_t* tokens,
-                                     int64_t token_stride, bool dropout, ExampleWorkspace& work) {
+COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, const HookExamples& e,
+                                     const int64_t* tokens, int64_t token_stride, bool dropout, ExampleWorkspace& work) {
   auto t = work.tail();
-  embedding_forward(c.value[kTok], e.additive, tokens, token_stride, t.x, s.T, s.D);
+  embedding_forward(c.value[kTok], tokens, token_stride, t.x, s.T, s.D);
+  for (int k : c.embedding) c.hooks[k]->embedding_forward(e[k], t.x);
   for (int64_t l = 0; l < s.L; ++l) block_forward(s, c, e, l, dropout, work, t.x, t.grad_a);
   layernorm_forward(t.x, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, s.T, s.D);
   linear_forward(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
@@ -320,7 +335,8 @@ COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberCons
                                                 ExampleWorkspace& work, float* grad) {
   const bool dropout = c.stream != nullptr;
   if (dropout) masks_draw(s, c, layout, b, work);
-  const ExampleTables e = tables_for(s, c, pos, grad, work);
+  HookExamples e;
+  hook_examples_begin(c, pos, grad, work, e);
   example_forward(s, c, e, tokens, token_stride, dropout, work);
   auto t = work.tail();
   const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V);
@@ -328,12 +344,13 @@ COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberCons
   // Head and final layer norm, then the blocks from the last, then the embedding.
   linear_backward(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW], grad + offset[kHeadB],
                   t.grad_a, s.T, s.D, s.V);
-  for (int64_t e = 0; e < s.T * s.D; ++e) t.grad_x[e] = 0.0f;
+  for (int64_t i = 0; i < s.T * s.D; ++i) t.grad_x[i] = 0.0f;
   layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
                      t.grad_x, s.T, s.D);
   for (int64_t l = s.L - 1; l >= 0; --l) block_backward(s, c, e, offset, l, dropout, work, grad);
-  embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], e.grad_additive, s.T, s.D);
-  if (pos) tables_scatter(s, c, pos, e, grad);
+  embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], s.T, s.D);
+  for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], t.grad_x);
+  for (size_t k = 0; k < c.hooks.size(); ++k) c.hooks[k]->example_end(e[k]);
   return loss;
 }
 
@@ -342,7 +359,8 @@ COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberCons
 COPYTASK_CLONES void example_forward_only(const Shape& s, const MemberConstants& c, const int64_t* tokens,
                                           int64_t token_stride, const int64_t* pos, ExampleWorkspace& work, float* logits,
                                           const std::vector<float*>& weights) {
-  const ExampleTables e = tables_for(s, c, pos, nullptr, work);
+  HookExamples e;
+  hook_examples_begin(c, pos, nullptr, work, e);
   example_forward(s, c, e, tokens, token_stride, false, work);
   const float* out = work.tail().logits;
   std::copy(out, out + s.T * s.V, logits);
@@ -356,12 +374,21 @@ COPYTASK_CLONES void example_forward_only(const Shape& s, const MemberConstants&
 // 16), so the summation order never depends on the threads or the members.
 int64_t partition_count(int64_t batch) { return std::clamp<int64_t>(batch / 64, 1, 16); }
 
-// Every member's constants. A member whose tables are learned (and table_grads wanted)
-// also applies the tables of the hooks it does not use (zeros: adding, turning, biasing by
-// nothing changes nothing), so that every table's gradient is there for it.
+// What the members' constants need of the whole batch: the flat gradient's floats, and the
+// largest hook workspace and query_key snapshots a member needs.
+struct BatchLayout {
+  int64_t flat_size = 0;     // floats of one member's flat gradient: parameters, then table slots
+  int64_t hook_floats = 0;   // the largest member's hook workspace per example
+  bool staged = false;       // some member's attention runs in stages
+  int64_t snapshots = 0;     // the most query_key hooks but one of a member
+  std::vector<int64_t> slot; // per registered hook: its table gradient's slot, or -1
+};
+
+// Every member's constants. A member's learned tables (when table_grads are wanted) get a
+// gradient slot, one per hook, shared by the members that have one.
 std::vector<MemberConstants> member_constants(EncoderImpl& model, const ParameterTable& parameters, const Shape& s,
-                                              const PositionalTables& tables, bool table_grads,
-                                              const DropoutMasks* masks, int64_t* flat_size) {
+                                              const PositionalTables& tables, bool table_grads, bool gathers,
+                                              const DropoutMasks* masks, BatchLayout* layout) {
   const int64_t M = model.member_count();
   const std::vector<int> weights = [&] {
     std::vector<int> out{kHeadW};
@@ -369,19 +396,9 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
       for (int which : {kQkv, kProjW, kFc1W, kFc2W}) out.push_back(block_index(l, which));
     return out;
   }();
-  const int64_t pairs = s.Dh / 2;
-  // The tables' gradient slots follow the parameters in every member's flat gradient.
-  const int64_t P = tables.positions;  // T, or L under randomized positions
-  int64_t next = parameters.total;
-  const int64_t additive_slot = tables.additive.defined() ? next : -1;
-  next += tables.additive.defined() ? P * s.D : 0;
-  const int64_t angles_slot = tables.angles.defined() ? next : -1;
-  next += tables.angles.defined() ? P * pairs : 0;
-  const int64_t bias_slot = tables.bias.defined() ? next : -1;
-  next += tables.bias.defined() ? s.H * P * P : 0;
-  *flat_size = table_grads ? next : parameters.total;
-
+  const auto& registry = hook_registry();
   std::vector<MemberConstants> constants(M);
+  std::vector<int64_t> slot_size(registry.size(), 0);
   for (int64_t m = 0; m < M; ++m) {
     MemberConstants& c = constants[m];
     for (size_t j = 0; j < parameters.tensors.size(); ++j) c.value.push_back(parameters.value(static_cast<int>(j), m));
@@ -397,37 +414,69 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
       for (int64_t i = 0; i < I; ++i)
         for (int64_t o = 0; o < O; ++o) c.transposed[j][o * I + i] = value[i * O + o];
     }
-    c.P = P;
-    const bool wants = table_grads && tables.learned[m];
-    const PositionalHook hook = tables.hooks[m];
-    if (tables.additive.defined() && (hook == PositionalHook::additive || wants)) {
-      c.additive = tables.additive.data_ptr<float>() + m * P * s.D;
-      if (wants) c.grad_additive = additive_slot;
-    }
-    if (tables.angles.defined() && (hook == PositionalHook::rotation || wants)) {
-      c.rotates = true;
-      auto member_angles = tables.angles[m];  // (P, Dh/2)
-      auto cos = member_angles.cos().contiguous(), sin = member_angles.sin().contiguous();
-      c.cos_table.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
-      c.sin_table.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
-      if (wants) c.grad_angles = angles_slot;
-    }
-    if (tables.bias.defined() && (hook == PositionalHook::score_bias || wants)) {
-      c.bias = tables.bias.data_ptr<float>() + m * s.H * P * P;
-      if (wants) c.grad_bias = bias_slot;
-    }
     c.causal = model.members()[m].causal;
     if (masks) c.stream = masks->stream();
     c.member = m;
+    // The member's hooks, each made from its table.
+    int64_t work = 0;
+    for (size_t index = 0; index < registry.size(); ++index) {
+      const HookTable& table = tables.hooks[index];
+      if (!table.used[m]) continue;
+      const torch::Tensor mine = table.of(m);
+      CpuHookMaking making;
+      making.table = mine.defined() ? mine.data_ptr<float>() : nullptr;
+      making.positions = tables.positions;
+      making.shape = &s;
+      making.causal = c.causal;
+      making.wants_grad = table_grads && table.learned[m];
+      making.gathers = gathers;
+      making.owner = table.owners[m];
+      const int k = static_cast<int>(c.hooks.size());
+      c.hooks.push_back(registry[index]->cpu(making));
+      CpuHook& hook = *c.hooks.back();
+      c.work_offset.push_back(work);
+      work += hook.workspace_floats();
+      c.grad_slot.push_back(static_cast<int64_t>(index));  // the registry index for now; a slot below
+      slot_size[index] = std::max(slot_size[index], hook.grad_floats());
+      switch (registry[index]->site()) {
+        case HookSite::embedding: c.embedding.push_back(k); break;
+        case HookSite::query_key: c.query_key.push_back(k); break;
+        case HookSite::scores:
+          if (hook.stages_attention()) c.scores.push_back(k);
+          else c.bias = k;
+          break;
+        case HookSite::softmax: c.softmax.push_back(k); break;
+      }
+      c.staged = c.staged || hook.stages_attention();
+    }
+    TORCH_CHECK(c.hooks.size() <= HookExamples().size(), "fused_cpu: a member with more hooks than the step holds");
+    layout->hook_floats = std::max(layout->hook_floats, work);
+    layout->staged = layout->staged || c.staged;
+    layout->snapshots = std::max<int64_t>(layout->snapshots, static_cast<int64_t>(c.query_key.size()) - 1);
   }
+  // The tables' gradient slots follow the parameters in every member's flat gradient.
+  layout->slot.assign(registry.size(), -1);
+  int64_t next = parameters.total;
+  for (size_t index = 0; index < registry.size(); ++index)
+    if (slot_size[index] > 0) {
+      layout->slot[index] = next;
+      next += slot_size[index];
+    }
+  layout->flat_size = next;
+  for (auto& c : constants)
+    for (size_t k = 0; k < c.hooks.size(); ++k)
+      c.grad_slot[k] = c.hooks[k]->grad_floats() > 0 ? layout->slot[static_cast<size_t>(c.grad_slot[k])] : -1;
   return constants;
 }
 
 // The tables as float32 contiguous CPU tensors the kernel can point into.
 PositionalTables plain_tables(const PositionalTables& tables) {
   PositionalTables out = tables;
-  for (torch::Tensor* t : {&out.additive, &out.angles, &out.bias})
-    if (t->defined()) *t = t->detach().to(torch::kFloat32).contiguous();
+  for (auto& table : out.hooks) {
+    if (table.stacked.defined()) table.stacked = table.stacked.detach().to(torch::kFloat32).contiguous();
+    for (auto& member : table.members)
+      if (member.defined()) member = member.detach().to(torch::kFloat32).contiguous();
+  }
   return out;
 }
 
@@ -436,6 +485,9 @@ PositionalTables plain_tables(const PositionalTables& tables) {
 std::string fused_cpu_unsupported(const EncoderImpl& model) {
   if (!model.device().is_cpu()) return "the model is not on the CPU";
   if (model.tok_emb.scalar_type() != torch::kFloat32) return "the model is not float32";
+  for (const auto& member : model.members())
+    if (!(positional_steps(member.positional, member.options) & kFusedCpuStep))
+      return "member " + member.arm + "'s positional scheme " + member.positional + " has no fused CPU step";
   return "";
 }
 
@@ -480,9 +532,10 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
 
   ParameterTable parameters(model);
   const PositionalTables tables = plain_tables(given_tables);
-  int64_t P = 0;  // floats of one member's flat gradient
+  BatchLayout batch;
   const std::vector<MemberConstants> constants =
-      member_constants(model, parameters, s, tables, table_grads != nullptr, masks, &P);
+      member_constants(model, parameters, s, tables, table_grads != nullptr, position_data != nullptr, masks, &batch);
+  const int64_t P = batch.flat_size;  // floats of one member's flat gradient
 
   // Every (member, partition) task sums its examples' gradients into its own buffer.
   const int64_t K = partition_count(s.B);
@@ -492,7 +545,7 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
   const int64_t* target_data = targets.data_ptr<int64_t>();
   const float loss_weight = 1.0f / static_cast<float>(s.B * s.T);
   at::parallel_for(0, M * K, 1, [&](int64_t begin, int64_t end) {
-    ExampleWorkspace work(s);
+    ExampleWorkspace work(s, batch.hook_floats, batch.staged, batch.snapshots);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t m = task / K, k = task % K;
       float* grad = partial.data() + task * P;
@@ -523,24 +576,31 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
   for (const auto& t : parameters.tensors) grads.push_back(torch::empty_like(t));
   if (table_grads) {
     *table_grads = tables;
-    for (torch::Tensor* t : {&table_grads->additive, &table_grads->angles, &table_grads->bias})
-      if (t->defined()) *t = torch::zeros_like(*t);
+    for (auto& table : table_grads->hooks) {
+      if (table.stacked.defined()) table.stacked = torch::zeros_like(table.stacked);
+      for (auto& member : table.members)
+        if (member.defined()) member = torch::zeros_like(member);
+    }
   }
+  const auto& registry = hook_registry();
   at::parallel_for(0, M, 1, [&](int64_t begin, int64_t end) {
     for (int64_t m = begin; m < end; ++m) {
       for (size_t j = 0; j < grads.size(); ++j) {
         const int64_t n = parameters.per_member[j];
         sum_partitions(m, parameters.offset[j], n, grads[j].data_ptr<float>() + m * n);
       }
+      if (!table_grads) continue;
       const MemberConstants& c = constants[m];
-      const std::pair<int64_t, torch::Tensor*> slots[] = {{c.grad_additive, table_grads ? &table_grads->additive : nullptr},
-                                                          {c.grad_angles, table_grads ? &table_grads->angles : nullptr},
-                                                          {c.grad_bias, table_grads ? &table_grads->bias : nullptr}};
-      for (const auto& [slot, table] : slots)
-        if (slot >= 0) {
-          const int64_t n = table->numel() / M;
-          sum_partitions(m, slot, n, table->data_ptr<float>() + m * n);
-        }
+      // The member's learned tables: its slot of each, in the registry's order of its hooks.
+      size_t k = 0;
+      for (size_t index = 0; index < registry.size(); ++index) {
+        HookTable& table = table_grads->hooks[index];
+        if (!table.used[m]) continue;
+        const int64_t slot = c.grad_slot[k++];
+        if (slot < 0) continue;
+        torch::Tensor out = table.stacked.defined() ? table.stacked[m] : table.members[m];
+        sum_partitions(m, slot, out.numel(), out.data_ptr<float>());
+      }
     }
   });
   for (size_t j = 0; j < grads.size(); ++j) parameters.tensors[j].mutable_grad() = grads[j];
@@ -568,8 +628,9 @@ torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& give
   const int64_t* position_data = positions.defined() ? positions.data_ptr<int64_t>() : nullptr;
   ParameterTable parameters(model);
   const PositionalTables tables = plain_tables(given_tables);
-  int64_t P = 0;
-  const std::vector<MemberConstants> constants = member_constants(model, parameters, s, tables, false, nullptr, &P);
+  BatchLayout batch;
+  const std::vector<MemberConstants> constants =
+      member_constants(model, parameters, s, tables, false, position_data != nullptr, nullptr, &batch);
 
   auto logits = torch::empty({M, s.B, s.T, s.V});  // (M, N, T, V)
   if (attention_out) {
@@ -579,7 +640,7 @@ torch::Tensor fused_cpu_forward(EncoderImpl& model, const PositionalTables& give
   const int64_t* input_data = inputs.data_ptr<int64_t>();
   float* logits_data = logits.data_ptr<float>();
   at::parallel_for(0, M * s.B, 16, [&](int64_t begin, int64_t end) {
-    ExampleWorkspace work(s);
+    ExampleWorkspace work(s, batch.hook_floats, batch.staged, batch.snapshots);
     std::vector<float*> weights(attention_out ? s.L : 0);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t m = task / s.B, b = task % s.B;

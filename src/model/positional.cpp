@@ -1,14 +1,46 @@
-// Looking schemes up in the registry (schemes/registry.cpp), and the pair rotation that
-// the LibTorch model applies with a rotation table.
+// Looking schemes up in the registry (schemes/registry.cpp), a member's positional (a scheme
+// with its options attached), the rules every scheme shares, and the pair rotation that the
+// LibTorch model applies with a rotation table.
 #include "model/positional.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <torch/torch.h>
 
-#include "config/scheme_rules.h"
+#include "model/hooks/registry.h"
 
 namespace copytask {
+
+void PositionalScheme::attach(const std::string& name, std::shared_ptr<PositionalScheme> option) {
+  register_module(name, option);
+  options_.push_back(std::move(option));
+}
+
+std::vector<PositionalScheme*> PositionalScheme::components() {
+  std::vector<PositionalScheme*> out{this};
+  for (const auto& option : options_) out.push_back(option.get());
+  return out;
+}
+
+PositionalScheme* PositionalScheme::owner_of(const Hook& hook) {
+  for (PositionalScheme* component : components())
+    for (const Hook* own : component->hooks())
+      if (own == &hook) return component;
+  return nullptr;
+}
+
+std::vector<const Hook*> PositionalScheme::member_hooks() {
+  std::vector<const Hook*> out;
+  for (const Hook* hook : hook_registry())
+    if (owner_of(*hook)) out.push_back(hook);
+  return out;
+}
+
+bool PositionalScheme::learned_for(const Hook& hook) {
+  PositionalScheme* owner = owner_of(hook);
+  return owner && owner->learned();
+}
 
 const std::vector<std::string>& positional_names() {
   static const std::vector<std::string> names = [] {
@@ -25,13 +57,46 @@ const SchemeEntry* positional_entry(const std::string& name) {
   return nullptr;
 }
 
+namespace {
+// Whether a scheme's hooks read positions (so randomized positions change anything).
+bool reads_positions(const std::string& name, const PositionalOptions& options) {
+  const PositionalShape shape;  // any sizes the scheme accepts: only its hooks are asked
+  PositionalOptions plain = options;
+  plain.dape = plain.length_scale = false;
+  plain.random_positions = 0;
+  try {
+    auto scheme = positional_scheme_make(name, plain, shape);
+    for (const Hook* hook : scheme->hooks())
+      if (hook->reads_positions()) return true;
+  } catch (const std::exception&) {
+    return true;  // a scheme that cannot be built at these sizes says so through its own rule
+  }
+  return false;
+}
+}  // namespace
+
+SchemeProblem positional_problem(const ModelConfig& model) {
+  const SchemeEntry* entry = positional_entry(model.positional);
+  if (!entry) return {"model.positional", "\"" + model.positional + "\"", "unknown positional scheme"};
+  const std::string own = entry->incompatibility(model);
+  if (!own.empty()) return {"model.positional", "\"" + model.positional + "\"", own};
+  for (const auto& option : positional_option_registry()) {
+    if (!option.enabled(model.positional_options)) continue;
+    const std::string why = option.incompatibility(model);
+    if (!why.empty()) return {"model." + option.key, "true", why};
+  }
+  const int64_t L = model.positional_options.random_positions;
+  if (L != 0 && !reads_positions(model.positional, model.positional_options))
+    return {"model.random_positions", std::to_string(L),
+            "applies to a scheme that reads positions; model.positional = " + model.positional +
+                " reads none (its positions, if any, come from the content)"};
+  return {};
+}
+
 void positional_rules_install() {
   SchemeRules rules;
   rules.names = positional_names();
-  rules.incompatibility = [](const std::string& name, const PositionalOptions& options, int64_t embed, int64_t heads) {
-    const SchemeEntry* entry = positional_entry(name);
-    return entry ? entry->incompatibility(options, embed, heads) : "unknown positional scheme '" + name + "'";
-  };
+  rules.incompatibility = positional_problem;
   scheme_rules_set(std::move(rules));
 }
 
@@ -39,7 +104,18 @@ std::shared_ptr<PositionalScheme> positional_scheme_make(const std::string& name
                                                          const PositionalShape& shape) {
   const SchemeEntry* entry = positional_entry(name);
   if (!entry) throw std::invalid_argument("unknown positional scheme '" + name + "'");
-  return entry->make(options, shape);
+  auto scheme = entry->make(options, shape);
+  for (const auto& option : positional_option_registry())
+    if (option.enabled(options)) scheme->attach(option.key, option.make(options, shape));
+  return scheme;
+}
+
+unsigned positional_steps(const std::string& name, const PositionalOptions& options) {
+  const SchemeEntry* entry = positional_entry(name);
+  unsigned steps = entry ? entry->steps : 0u;
+  for (const auto& option : positional_option_registry())
+    if (option.enabled(options)) steps &= option.steps;
+  return steps;
 }
 
 torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {

@@ -1,10 +1,11 @@
-#include "study/positional_analysis.h"
+#include "model/positional_analysis.h"
 
 #include <cmath>
 
 #include <torch/linalg.h>
 #include <torch/torch.h>
 
+#include "model/hooks/hook.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -93,34 +94,25 @@ nlohmann::json bias_by_distance_json(const torch::Tensor& bias) {
 }
 
 nlohmann::json positional_member_json(PositionalScheme& scheme, int64_t seed, int64_t positions,
-                                      const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path) {
+                                      const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path,
+                                      const std::vector<torch::Tensor>& probe_terms) {
   torch::NoGradGuard no_grad;
   nlohmann::json out = {{"seed", seed}};
-  const torch::Tensor table = scheme.hook() == PositionalHook::none ? torch::Tensor()
-                                                                     : scheme.table(positions).detach().cpu();
-  switch (scheme.hook()) {
-    case PositionalHook::additive: {
-      PositionPca pca;
-      out["vectors"] = position_vectors_json(table, &pca);
-      if (scheme.learned()) {
-        nlohmann::json path = nlohmann::json::array();
-        for (const auto& [step, snapshot] : learned_path)
-          path.push_back({{"step", step}, {"points", position_projection_json(snapshot.cpu(), pca)}});
-        out["path"] = path;
-      }
-      break;
-    }
-    case PositionalHook::rotation: out["relative_kernel"] = relative_kernel_json(table); break;
-    case PositionalHook::score_bias: {
-      nlohmann::json per_head = nlohmann::json::array();
-      for (int64_t h = 0; h < table.size(0); ++h) per_head.push_back(matrix_json(table[h]));
-      out["bias"] = per_head;
-      out["bias_by_distance"] = bias_by_distance_json(table);
-      break;
-    }
-    case PositionalHook::none: break;
+  nlohmann::json names = nlohmann::json::array();
+  for (const Hook* hook : scheme.member_hooks()) {
+    PositionalScheme& owner = *scheme.owner_of(*hook);
+    HookDescription member{owner};
+    if (hook->stacks()) member.table = owner.table(*hook, positions).detach().cpu();
+    member.positions = positions;
+    member.causal = scheme.shape().causal;
+    member.learned_path = learned_path;
+    member.probe_terms = probe_terms;
+    hook->describe(member, out);
+    names.push_back(hook->name());
   }
-  for (const auto& [key, values] : scheme.reported_values()) out[key] = values;
+  out["hooks"] = names;
+  for (PositionalScheme* component : scheme.components())
+    for (const auto& [key, values] : component->reported_values()) out[key] = values;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// positional.json (DESIGN.md section 5): what each scheme's positions look like, read off
-// the scheme's own hook so a new scheme is analysed without new code here:
+// positional.json (docs/design.md section 5): what each member's positions look like, read
+// off its hooks (each hook's describe(), model/hooks/hook.h) so a new scheme is analysed
+// without new code here. The helpers the hooks use:
 //   additive (fixed or learned table): position-by-position dot product and cosine
 //     similarity, and a 2-D PCA of the T position vectors; a learned table also gets its
 //     path over training, each evaluation's table projected on the final PCA axes;
@@ -46,13 +47,18 @@ nlohmann::json relative_kernel_json(const torch::Tensor& angles);
 // alone; FIRE's also on i). -> {"distance": [-(T-1) .. T-1], "heads": [H][2T-1]}
 nlohmann::json bias_by_distance_json(const torch::Tensor& bias);
 
-// One member's entry of positional.json, by its scheme's hook: {"seed", plus
-//   additive: "vectors" (and "path" for a learned table: learned_path, its table at each
-//             evaluation, (step, (T, D)), projected on the final PCA axes);
-//   rotation: "relative_kernel";
+// One member's entry of positional.json: {"seed", then what each hook of the member shows
+// of its table (model/hooks/*.cpp, Hook::describe):
+//   additive:   "vectors" (and "path" for a learned table: learned_path, its table at each
+//               evaluation, (step, (T, D)), projected on the final PCA axes);
+//   rotation:   "relative_kernel";   qk_scale: "qk_scale" (the scale of q_i . k_j by i - j);
 //   score_bias: "bias" [H][T][T] and "bias_by_distance";
-// and the values the scheme reports (ALiBi's "slopes", KERPLE's "r1", "r2", ...)}.
+//   content:    "content_score" [L][H][T][T], the term on the first probe (probe_terms: per
+//               block (H, T, T); none when empty);
+// and the values each component reports (ALiBi's "slopes", KERPLE's "r1", "r2", the length
+// scale's "length_scale", ...), and "hooks": the names of its hooks}.
 nlohmann::json positional_member_json(PositionalScheme& scheme, int64_t seed, int64_t positions,
-                                      const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path);
+                                      const std::vector<std::pair<int64_t, torch::Tensor>>& learned_path,
+                                      const std::vector<torch::Tensor>& probe_terms = {});
 
 }  // namespace copytask

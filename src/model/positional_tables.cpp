@@ -3,72 +3,74 @@
 #include <torch/autograd.h>
 #include <torch/torch.h>
 
+#include "model/hooks/registry.h"
+
 namespace copytask {
 
 bool PositionalTables::any_learned() const {
-  for (uint8_t l : learned)
-    if (l) return true;
+  for (const auto& table : hooks)
+    if (table.any_learned()) return true;
   return false;
 }
 
-PositionalTableMaker::PositionalTableMaker(std::vector<std::shared_ptr<PositionalScheme>> schemes, int64_t embed,
-                                           int64_t heads, const torch::Device& device)
-    : schemes_(std::move(schemes)), embed_(embed), heads_(heads), device_(device) {
-  for (const auto& scheme : schemes_) learned_.push_back(scheme->learned() ? 1 : 0);
-}
+PositionalTableMaker::PositionalTableMaker(std::vector<std::shared_ptr<PositionalScheme>> schemes,
+                                           const EncoderShape& shape, const torch::Device& device)
+    : schemes_(std::move(schemes)), shape_(shape), device_(device) {}
 
 namespace {
-// The shape of one member's table of a hook.
-std::vector<int64_t> table_shape(PositionalHook hook, int64_t P, int64_t D, int64_t H) {
-  switch (hook) {
-    case PositionalHook::additive: return {P, D};
-    case PositionalHook::rotation: return {P, D / H / 2};
-    case PositionalHook::score_bias: return {H, P, P};
-    default: return {};
+
+// Member m's table of a hook for P positions. A component with fewer rows than P (a learned
+// table of a plain member batched beside randomized-position members, whose tables span L)
+// gives all it has and zeros beyond: the member's own positions never reach those rows (the
+// config checks a learned table covers its member's contexts and L), so the zeros are never
+// read.
+torch::Tensor member_table(PositionalScheme& owner, const Hook& hook, const EncoderShape& shape, int64_t P) {
+  const int64_t rows = std::min(P, owner.position_limit());
+  auto table = owner.table(hook, rows);
+  if (rows == P || !hook.stacks()) return table;
+  const std::vector<int64_t> full = hook.table_shape(shape, P);
+  std::vector<int64_t> pad;  // last dimension first, as constant_pad_nd takes it
+  for (int64_t d = table.dim() - 1; d >= 0; --d) {
+    pad.push_back(0);
+    pad.push_back(full[static_cast<size_t>(d)] - table.size(d));
   }
+  return torch::constant_pad_nd(table, pad);
 }
 
-// Member m's table for P positions. A scheme with fewer rows than P (a learned table of a
-// plain member batched beside randomized-position members, whose tables span L) gives all
-// it has and zeros beyond: the member's own positions never reach those rows (the config
-// checks a learned table covers its member's contexts and L), so the zeros are never read.
-torch::Tensor member_table(PositionalScheme& scheme, PositionalHook hook, int64_t P) {
-  const int64_t rows = std::min(P, scheme.position_limit());
-  auto table = scheme.table(rows);
-  if (rows == P) return table;
-  if (hook == PositionalHook::score_bias)
-    return torch::constant_pad_nd(table, {0, P - rows, 0, P - rows});  // (H, P, P)
-  return torch::constant_pad_nd(table, {0, 0, 0, P - rows});          // (P, D) or (P, Dh/2)
-}
 }  // namespace
 
 PositionalTables PositionalTableMaker::make(int64_t positions) {
   const int64_t M = static_cast<int64_t>(schemes_.size());
-  const torch::Device device = device_;
   auto found = fixed_.find(positions);
   if (found == fixed_.end()) {
-    // Every member's fixed table, zeros for members that learn theirs or lack the hook.
+    // Every member's fixed tables; zeros (stacked) or nothing (per member) where a member
+    // learns its table or lacks the hook.
     PositionalTables fixed;
     fixed.positions = positions;
-    fixed.learned = learned_;
     torch::NoGradGuard no_grad;
-    for (PositionalHook hook : {PositionalHook::additive, PositionalHook::rotation, PositionalHook::score_bias}) {
+    for (const Hook* hook : hook_registry()) {
+      HookTable table;
       std::vector<torch::Tensor> rows;
-      bool used = false;
       for (int64_t m = 0; m < M; ++m) {
-        const bool has = schemes_[m]->hook() == hook;
-        used = used || has;
-        rows.push_back(has && !learned_[m] ? member_table(*schemes_[m], hook, positions).to(device, torch::kFloat32)
-                                           : torch::zeros(table_shape(hook, positions, embed_, heads_),
-                                                          torch::TensorOptions().device(device)));
+        PositionalScheme* owner = schemes_[m]->owner_of(*hook);
+        table.owners.push_back(owner);
+        table.used.push_back(owner ? 1 : 0);
+        table.learned.push_back(owner && owner->learned() ? 1 : 0);
+        const bool computed_now = owner && !owner->learned();
+        torch::Tensor mine = computed_now ? member_table(*owner, *hook, shape_, positions).to(device_, torch::kFloat32)
+                                          : torch::Tensor();
+        if (hook->stacks())
+          rows.push_back(mine.defined() ? mine
+                                        : torch::zeros(hook->table_shape(shape_, positions),
+                                                       torch::TensorOptions().device(device_)));
+        else
+          table.members.push_back(mine);
       }
-      if (!used) continue;
-      auto stacked = torch::stack(rows);  // (M, ...)
-      if (hook == PositionalHook::additive) fixed.additive = stacked;
-      if (hook == PositionalHook::rotation) fixed.angles = stacked;
-      if (hook == PositionalHook::score_bias) fixed.bias = stacked;
+      if (table.any_used() && hook->stacks()) table.stacked = torch::stack(rows);  // (M, ...)
+      std::vector<int64_t> flags(table.used.begin(), table.used.end());
+      table.used_flags = torch::tensor(flags, torch::kLong).to(device_).to(torch::kBool);  // (M)
+      fixed.hooks.push_back(std::move(table));
     }
-    for (const auto& scheme : schemes_) fixed.hooks.push_back(scheme->hook());
     found = fixed_.insert_or_assign(positions, fixed).first;
   }
   const PositionalTables& fixed = found->second;
@@ -76,19 +78,20 @@ PositionalTables PositionalTableMaker::make(int64_t positions) {
 
   // The learned members' tables, computed now (with autograd), in place of their zeros.
   PositionalTables tables = fixed;
-  for (PositionalHook hook : {PositionalHook::additive, PositionalHook::rotation, PositionalHook::score_bias}) {
-    torch::Tensor& stacked = hook == PositionalHook::additive   ? tables.additive
-                             : hook == PositionalHook::rotation ? tables.angles
-                                                                : tables.bias;
-    if (!stacked.defined()) continue;  // no member has this hook
-    std::vector<torch::Tensor> rows;
-    bool any = false;
-    for (int64_t m = 0; m < M; ++m) {
-      const bool mine = learned_[m] && schemes_[m]->hook() == hook;
-      any = any || mine;
-      rows.push_back(mine ? member_table(*schemes_[m], hook, positions) : stacked[m]);
+  const auto& hooks = hook_registry();
+  for (size_t index = 0; index < hooks.size(); ++index) {
+    const Hook& hook = *hooks[index];
+    HookTable& table = tables.hooks[index];
+    if (!table.any_learned()) continue;
+    if (!hook.stacks()) {
+      for (int64_t m = 0; m < M; ++m)
+        if (table.learned[m]) table.members[m] = member_table(*table.owners[m], hook, shape_, positions);
+      continue;
     }
-    if (any) stacked = torch::stack(rows);  // (M, ...)
+    std::vector<torch::Tensor> rows;
+    for (int64_t m = 0; m < M; ++m)
+      rows.push_back(table.learned[m] ? member_table(*table.owners[m], hook, shape_, positions) : table.stacked[m]);
+    table.stacked = torch::stack(rows);  // (M, ...)
   }
   return tables;
 }
@@ -102,9 +105,13 @@ void PositionalTableMaker::backward(const PositionalTables& tables, const Positi
       grads.push_back(grad);
     }
   };
-  add(tables.additive, table_grads.additive);
-  add(tables.angles, table_grads.angles);
-  add(tables.bias, table_grads.bias);
+  for (size_t index = 0; index < tables.hooks.size(); ++index) {
+    const HookTable& table = tables.hooks[index];
+    const HookTable& grad = table_grads.hooks[index];
+    add(table.stacked, grad.stacked);
+    for (size_t m = 0; m < table.members.size(); ++m)
+      if (table.members[m].defined() && table.members[m].requires_grad()) add(table.members[m], grad.members[m]);
+  }
   if (outputs.empty()) return;
   for (const auto& scheme : schemes_)
     for (auto& parameter : scheme->parameters()) parameter.mutable_grad() = torch::Tensor();

@@ -3,7 +3,7 @@
 //   result.json      its final numbers (written last: the member is complete when it exists)
 //   metrics.jsonl    one line per evaluation
 //   attention.json   {"inputs": [[T]], "probes": [{"attention": [layer][head][T][T], "output": [T]}]}
-//   positional.json  its positional.json entry (study/positional_analysis.h)
+//   positional.json  its positional.json entry (model/positional_analysis.h)
 //   model.pt         its parameters, a plain dict of tensors (train/checkpoint.h)
 #include <cstdint>
 #include <string>

@@ -6,10 +6,11 @@
 #include <spdlog/spdlog.h>
 
 #include "model/encoder.h"
+#include "model/hooks/registry.h"
 #include "report/files.h"
 #include "report/results.h"
 #include "study/member_files.h"
-#include "study/positional_analysis.h"
+#include "model/positional_analysis.h"
 #include "task/copy_task.h"
 #include "task/length_sets.h"
 #include "train/checkpoint.h"
@@ -78,8 +79,9 @@ class LearnedPath {
   void record(int64_t step) {
     torch::NoGradGuard no_grad;
     for (int64_t m = 0; m < static_cast<int64_t>(path_.size()); ++m)
-      if (model_->scheme(m).hook() == PositionalHook::additive && model_->scheme(m).learned())
-        path_[m].emplace_back(step, model_->scheme(m).table(context_).detach().cpu().clone());
+      if (model_->scheme(m).learned_for(additive_hook()))
+        path_[m].emplace_back(step,
+                              model_->scheme(m).owner_of(additive_hook())->table(additive_hook(), context_).detach().cpu().clone());
   }
   const std::vector<std::pair<int64_t, torch::Tensor>>& of(int64_t m) const { return path_[m]; }
 

@@ -3,6 +3,8 @@
 // (eval.*). Here, in the task layer, so that the task builds on its own; config/config.h
 // holds them in the whole Config.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace copytask {
 
@@ -28,6 +30,11 @@ struct EvalConfig {
   int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
   int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)
   int64_t seed = 1;          // the evaluation examples' seed, the same for every member
+  // Read by the evaluation, not by the data: RoPE's rescalings (pi, ntk, yarn), each
+  // evaluated beside the plain numbers for the members that rotate q and k, with factor
+  // rope_factor (0 = per length: the evaluated context over the trained one).
+  std::vector<std::string> rope_rescaling;
+  double rope_factor = 0;
 };
 
 }  // namespace copytask

@@ -11,6 +11,7 @@
 // they stay positive), starting there. A symmetric bias cannot tell left from right.
 #include <cmath>
 
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 #include "model/schemes/scheme_util.h"
 
@@ -51,7 +52,7 @@ class Alibi : public PositionalScheme {
       right_slopes_ = two_sided ? torch::tensor(right, f64) : slopes_;       // (H)
     }
   }
-  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  const Hook* hook() const override { return &score_bias_hook(); }
 
   torch::Tensor table(int64_t positions) override {
     // Fixed slopes: a table made once on the CPU; learned ones: on their device every step.
@@ -92,7 +93,7 @@ class Alibi : public PositionalScheme {
 SchemeEntry alibi_scheme() {
   return {"alibi",
           "a bias falling linearly with distance (model.alibi_slopes, model.alibi_direction, model.alibi_learned)",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<Alibi>(options, shape);
           }};

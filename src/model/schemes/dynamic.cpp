@@ -6,6 +6,7 @@
 // initialised as nn.Linear.
 #include <ATen/core/Generator.h>
 
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 #include "model/schemes/scheme_util.h"
 
@@ -23,7 +24,7 @@ class DynamicBias : public PositionalScheme {
       biases_.push_back(register_parameter("mlp" + std::to_string(layer) + "_bias", torch::zeros({out})));
     }
   }
-  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  const Hook* hook() const override { return &score_bias_hook(); }
   torch::Tensor table(int64_t positions) override {
     const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(weights_[0].device());
     auto d = torch::arange(-(positions - 1), positions, options);  // (2P-1)
@@ -49,7 +50,7 @@ class DynamicBias : public PositionalScheme {
 SchemeEntry dynamic_scheme() {
   return {"dynamic",
           "a small MLP of the signed distance (model.bias_mlp_hidden, model.dynamic_depth, model.dynamic_log_distance)",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<DynamicBias>(options, shape);
           }};

@@ -13,6 +13,7 @@
 // one scale), which no other bias here does.
 #include <ATen/core/Generator.h>
 
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 #include "model/schemes/scheme_util.h"
 
@@ -32,7 +33,7 @@ class Fire : public PositionalScheme {
     weight1_ = register_parameter("mlp1_weight", torch::zeros({W, shape.heads}));
     bias1_ = register_parameter("mlp1_bias", torch::zeros({shape.heads}));
   }
-  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  const Hook* hook() const override { return &score_bias_hook(); }
   torch::Tensor table(int64_t positions) override {
     const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(c_.device());
     auto d = signed_distances(positions, c_.device()).to(options);                  // (P, P) i - j
@@ -64,7 +65,7 @@ class Fire : public PositionalScheme {
 SchemeEntry fire_scheme() {
   return {"fire", "FIRE: an MLP of the log-distance normalised by the query position (model.bias_mlp_hidden, "
                   "model.fire_threshold)",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<Fire>(options, shape);
           }};

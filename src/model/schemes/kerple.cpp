@@ -2,6 +2,7 @@
 // distance, two positive parameters per head,
 //   bias[h, i, j] = -r1_h log(1 + r2_h |i - j|),   r1 = exp(log_r1), r2 = exp(log_r2) > 0
 // both starting at 1. Symmetric in i - j, like ALiBi: it cannot tell left from right.
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 #include "model/schemes/scheme_util.h"
 
@@ -14,7 +15,7 @@ class KerpleLog : public PositionalScheme {
     log_r1_ = register_parameter("log_r1", torch::zeros({shape.heads}));  // (H)
     log_r2_ = register_parameter("log_r2", torch::zeros({shape.heads}));  // (H)
   }
-  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  const Hook* hook() const override { return &score_bias_hook(); }
   torch::Tensor table(int64_t positions) override {
     auto distance = signed_distances(positions, log_r1_.device()).abs().to(torch::kFloat32);  // (P, P)
     auto r1 = log_r1_.exp().view({-1, 1, 1}), r2 = log_r2_.exp().view({-1, 1, 1});             // (H, 1, 1)
@@ -36,7 +37,7 @@ class KerpleLog : public PositionalScheme {
 
 SchemeEntry kerple_scheme() {
   return {"kerple", "KERPLE's logarithmic bias -r1 log(1 + r2 |i - j|), r1 and r2 learned per head",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<KerpleLog>(shape); }};
 }
 

@@ -7,6 +7,7 @@
 
 #include <ATen/core/Generator.h>
 
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -17,7 +18,7 @@ class LearnedTable : public PositionalScheme {
   LearnedTable(const PositionalShape& shape, int64_t rows) : PositionalScheme(shape) {
     table_ = register_parameter("table", torch::zeros({std::max(rows, shape.positions), shape.embed}));  // (R, D)
   }
-  PositionalHook hook() const override { return PositionalHook::additive; }
+  const Hook* hook() const override { return &additive_hook(); }
   torch::Tensor table(int64_t positions) override {
     TORCH_CHECK(positions <= table_.size(0), "the learned table has ", table_.size(0), " rows, not ", positions,
                 "; set model.learned_positions to at least ", positions);
@@ -40,7 +41,7 @@ class LearnedTable : public PositionalScheme {
 
 SchemeEntry learned_scheme() {
   return {"learned", "a learned row per position added to the embeddings",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<LearnedTable>(shape, learned_rows(options, shape.positions));
           }};

@@ -8,15 +8,13 @@ namespace {
 class NoPositions : public PositionalScheme {
  public:
   using PositionalScheme::PositionalScheme;
-  PositionalHook hook() const override { return PositionalHook::none; }
-  torch::Tensor table(int64_t) override { return {}; }
 };
 
 }  // namespace
 
 SchemeEntry none_scheme() {
   return {"none", "no positional information",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<NoPositions>(shape); }};
 }
 

@@ -1,5 +1,6 @@
 // sinusoidal (Vaswani et al. 2017): a fixed additive table,
 //   PE[p, 2i] = sin(p / 10000^(2i/D)),  PE[p, 2i+1] = cos(p / 10000^(2i/D)).
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -16,7 +17,7 @@ torch::Tensor sinusoidal_table(int64_t positions, int64_t embed) {
 class Sinusoidal : public PositionalScheme {
  public:
   using PositionalScheme::PositionalScheme;
-  PositionalHook hook() const override { return PositionalHook::additive; }
+  const Hook* hook() const override { return &additive_hook(); }
   torch::Tensor table(int64_t positions) override { return sinusoidal_table(positions, shape_.embed); }
 };
 
@@ -24,9 +25,9 @@ class Sinusoidal : public PositionalScheme {
 
 SchemeEntry sinusoidal_scheme() {
   return {"sinusoidal", "fixed sin/cos rows added to the embeddings",
-          [](const PositionalOptions&, int64_t embed, int64_t) {
-            return embed % 2 == 0 ? std::string()
-                                  : "needs an even model.embed (sin/cos pairs), got " + std::to_string(embed);
+          [](const ModelConfig& model) {
+            return model.embed % 2 == 0 ? std::string()
+                                        : "needs an even model.embed (sin/cos pairs), got " + std::to_string(model.embed);
           },
           [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<Sinusoidal>(shape); }};
 }

@@ -12,6 +12,7 @@
 
 #include <ATen/core/Generator.h>
 
+#include "model/hooks/registry.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -45,7 +46,7 @@ class T5Bias : public PositionalScheme {
       : PositionalScheme(shape), buckets_(options.t5_buckets), max_distance_(options.t5_max_distance) {
     bucket_bias_ = register_parameter("bucket_bias", torch::zeros({buckets_, shape.heads}));  // (buckets, H)
   }
-  PositionalHook hook() const override { return PositionalHook::score_bias; }
+  const Hook* hook() const override { return &score_bias_hook(); }
   torch::Tensor table(int64_t positions) override {
     if (bucket_of_.size(0) != positions)
       bucket_of_ = t5_buckets(positions, buckets_, max_distance_).to(bucket_bias_.device());  // (P, P)
@@ -67,7 +68,7 @@ class T5Bias : public PositionalScheme {
 
 SchemeEntry t5_scheme() {
   return {"t5", "T5's learned bias per relative-distance bucket (model.t5_buckets, model.t5_max_distance)",
-          [](const PositionalOptions&, int64_t, int64_t) { return std::string(); },
+          [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<T5Bias>(options, shape);
           }};
