@@ -62,8 +62,9 @@ void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
   train.batch_size = 32;
   const auto members = every_scheme_members();
   Encoder model(test::small_shape(0.1), members, torch::kCPU);
-  TrainingStep step(model, data, train, StepOptions{fused});
-  ASSERT_EQ(step.fused(), fused);
+  const auto owned = training_step_make(model, data, train, fused);
+  TrainingStep& step = *owned;
+  ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
   int64_t checked = 0;
   for (int round = 0; round < 2; ++round) {  // a second step: the gradients are set again, not left over
     step.run();
