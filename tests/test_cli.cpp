@@ -250,6 +250,22 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   fs::remove(json);
 }
 
+// train.step: bench times the step it asks for and records which, and a value that is not
+// a step is refused before any work with what is allowed.
+TEST(Cli, BenchTimesTheStepThatTrainStepAsksFor) {
+  const fs::path json = fresh_dir("bench-step.json");
+  for (const std::string step : {"auto", "fused", "autograd"}) {
+    Outcome outcome = run("bench --warmup 0 --steps 1 --json " + json.string() + " " + kTiny + " train.step=" + step);
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+    const nlohmann::json numbers = read_json(json);
+    EXPECT_EQ(numbers["training_step"], step == "autograd" ? "autograd" : "fused CPU") << step;
+    EXPECT_TRUE(numbers["fallback_reason"].is_null()) << step << ": " << numbers["fallback_reason"];
+    EXPECT_EQ(numbers["config"]["train"]["step"], step);
+  }
+  fs::remove(json);
+  expect_bad_input("train train.step=fast", {"train.step = \"fast\"", "must be auto, fused or autograd"});
+}
+
 TEST(Cli, InterruptKeepsFinishedMembersAndSaysSo) {
   // Two batches (the step counts differ): the first finishes in a second, the second
   // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.

@@ -12,7 +12,6 @@
 #include "model/dropout_stream.h"
 #include "task/copy_task.h"
 #include "test_util.h"
-#include "train/autograd_step.h"
 #include "train/bench.h"
 #include "train/cuda_graph.h"
 #include "train/device_adam.h"
@@ -114,7 +113,8 @@ void expect_trains_like_the_autograd_step(int64_t batch_size) {
   TrainConfig train;
   train.batch_size = batch_size;
   Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
-  AutogradStep autograd(reference, data, train);
+  const auto owned = training_step_make(reference, data, test::with_step(train, /*fused=*/false));
+  TrainingStep& autograd = *owned;
   ASSERT_EQ(autograd.name(), "autograd");
   DeviceStep device_step(model, data, train, /*capture=*/false);  // the same batches: both use StepBatches
   double worst_loss = 0;

@@ -225,7 +225,7 @@ TEST(FusedCpu, TrainsLikeTheAutogradStep) {
     train.lr = 3e-3;
     auto curve = [&](bool fused) {
       Encoder model(test::small_shape(0.1), every_scheme_members(), torch::kCPU);
-      const auto owned = training_step_make(model, data, train, fused);
+      const auto owned = training_step_make(model, data, test::with_step(train, fused));
       TrainingStep& step = *owned;
       EXPECT_EQ(step.name(), fused ? "fused CPU" : "autograd");
       std::vector<torch::Tensor> losses;

@@ -74,7 +74,7 @@ TEST(LrSchedule, BothTrainingStepsMoveTheParametersByTheRateSet) {
   for (bool fused : {true, false}) {
     for (double lr : {1e-3, 2.5e-4}) {
       Encoder model(test::small_shape(0.1), members, torch::kCPU);
-      const auto owned = training_step_make(model, data, schedule(1.0, 10, 0, "constant"), fused);
+      const auto owned = training_step_make(model, data, test::with_step(schedule(1.0, 10, 0, "constant"), fused));
       TrainingStep& step = *owned;
       ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
       const auto before = parameters_copy(model);

@@ -62,7 +62,7 @@ void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
   train.batch_size = 32;
   const auto members = every_scheme_members();
   Encoder model(test::small_shape(0.1), members, torch::kCPU);
-  const auto owned = training_step_make(model, data, train, fused);
+  const auto owned = training_step_make(model, data, test::with_step(train, fused));
   TrainingStep& step = *owned;
   ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
   int64_t checked = 0;

@@ -34,6 +34,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     if (!config_options_resolve(options.config, config)) return kExitOk;
     schemes = options.compare ? study_arms_for_compare(config) : study_arms_for_train(config);
     device = device_resolve(config.train.device);
+    study_check_training_steps(schemes, device);
     study_check_memory(schemes, Shard{}, device);
   } catch (const ConfigError& error) {
     std::fprintf(stderr, "copytask bench: config error: %s\n", error.what());

@@ -107,6 +107,7 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
       if (options.out_dir.empty())
         throw ConfigError("--shard needs --out DIR: every shard must write into the same study folder");
     }
+    study_check_training_steps(schemes, study.device);
     study_check_memory(schemes, study.shard, study.device);
     study.command = command;
     study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;

@@ -14,6 +14,7 @@
 #include "study/study_batch.h"
 #include "study/study_record.h"
 #include "train/interrupt.h"
+#include "train/training_step.h"
 
 namespace copytask {
 namespace fs = std::filesystem;
@@ -200,6 +201,14 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
   if (!problem.empty())
     throw ConfigError(out_dir + ": cannot create or write a folder there (" + problem +
                       "); choose a path on a writable disk");
+}
+
+void study_check_training_steps(const std::vector<StudyArm>& schemes, const c10::Device& device) {
+  for (const auto& arm : schemes) {
+    const std::string refusal = training_step_refusal(arm.config.train, device);
+    if (refusal.empty()) continue;
+    throw ConfigError(schemes.size() > 1 ? "compare scheme '" + arm.name + "': " + refusal : refusal);
+  }
 }
 
 nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options) {

@@ -9,16 +9,33 @@
 
 namespace copytask {
 
-std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train,
-                                                 bool fused_cpu) {
-  if (model->device().is_cuda())
-    return std::make_unique<DeviceStep>(model, data, train, train.cuda_graph && cuda_graph_unavailable().empty());
+std::string training_step_refusal(const TrainConfig& train, const c10::Device& device) {
+  if (train.step == "fused" && device.is_cuda())
+    return "train.step = \"fused\": the fused step runs on the CPU only, and train.device resolves to " +
+           device.str() + " here; set train.step=auto (the GPU's device step) or train.step=autograd, or "
+           "train.device=cpu";
+  return "";
+}
+
+std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train) {
+  if (train.step != "auto" && train.step != "fused" && train.step != "autograd")
+    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused or autograd");
+  const std::string refusal = training_step_refusal(train, model->device());
+  if (!refusal.empty()) throw ConfigError(refusal);
+  if (model->device().is_cuda()) {
+    // train.step = autograd on a GPU: the same device step, never captured.
+    const bool capture = train.step == "auto" && train.cuda_graph && cuda_graph_unavailable().empty();
+    return std::make_unique<DeviceStep>(model, data, train, capture);
+  }
+  if (train.step == "autograd") return std::make_unique<AutogradStep>(model, data, train);
   const std::string unsupported = fused_cpu_unsupported(*model);
-  if (fused_cpu && unsupported.empty()) return std::make_unique<FusedCpuStep>(model, data, train);
-  // Never silently slower: a CPU batch off the fused step says why.
-  std::string reason;
-  if (model->device().is_cpu()) reason = fused_cpu ? unsupported : "the fused CPU step is switched off";
-  return std::make_unique<AutogradStep>(model, data, train, kCpuChunkExamples, reason);
+  if (unsupported.empty()) return std::make_unique<FusedCpuStep>(model, data, train);
+  if (train.step == "fused")
+    throw ConfigError("train.step = \"fused\": the fused CPU step cannot run this model (" + unsupported +
+                      "); set train.step=auto to train it on the autograd step");
+  // auto: never silently slower; a CPU batch off the fused step says why.
+  return std::make_unique<AutogradStep>(model, data, train, kCpuChunkExamples,
+                                        model->device().is_cpu() ? unsupported : "");
 }
 
 }  // namespace copytask
