@@ -241,7 +241,9 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& scheme
     }
   } catch (const Interrupted&) {
     record.finish("interrupted");
-    throw;
+    // What the user needs next: the work is not lost, and where it is.
+    throw Interrupted("interrupted; the finished members are kept in " + options.out_dir +
+                      " (training the same study into it again resumes it)");
   } catch (const std::exception& error) {
     record.finish("failed", error.what());
     throw;

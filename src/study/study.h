@@ -97,8 +97,8 @@ void study_check_training_steps(const std::vector<StudyArm>& schemes, const c10:
 
 // Runs the members of this shard that are not complete yet, then collects the study's
 // files and returns results.json's content. Writes run.json (or shards/<i>-of-<n>.json)
-// with status "interrupted" or "failed" before rethrowing when it stops early; the members
-// that finished are kept.
+// with status "interrupted" or "failed" before rethrowing when it stops early (an
+// Interrupted saying where the finished members are); the members that finished are kept.
 nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options);
 
 }  // namespace copytask
