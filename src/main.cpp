@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cli/command_errors.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/config_fields.h"
@@ -56,15 +57,21 @@ int main(int argc, char** argv) {
     const int code = app.exit(error);  // prints help, or the parse error with a hint
     return code == 0 ? copytask::kExitOk : copytask::kExitBadInput;
   }
-  if (train->parsed()) return copytask::study_command_run("train", train_options, command_line);
-  if (compare->parsed()) return copytask::study_command_run("compare", compare_options, command_line);
-  if (eval->parsed()) return copytask::eval_command_run(eval_options);
-  if (predict->parsed()) return copytask::predict_command_run(predict_options);
-  if (report->parsed()) return copytask::report_command_run(report_options);
-  if (bench->parsed()) return copytask::bench_command_run(bench_options);
-  if (keys->parsed()) {
-    std::printf("%s", copytask::config_keys_markdown().c_str());
-    return copytask::kExitOk;
-  }
+  // Each command runs inside command_run, which turns what it throws into the message and
+  // the exit code (cli/command_errors.h).
+  using copytask::command_run;
+  if (train->parsed())
+    return command_run("train", [&] { return copytask::study_command_run("train", train_options, command_line); });
+  if (compare->parsed())
+    return command_run("compare", [&] { return copytask::study_command_run("compare", compare_options, command_line); });
+  if (eval->parsed()) return command_run("eval", [&] { return copytask::eval_command_run(eval_options); });
+  if (predict->parsed()) return command_run("predict", [&] { return copytask::predict_command_run(predict_options); });
+  if (report->parsed()) return command_run("report", [&] { return copytask::report_command_run(report_options); });
+  if (bench->parsed()) return command_run("bench", [&] { return copytask::bench_command_run(bench_options); });
+  if (keys->parsed())
+    return command_run("keys", [] {
+      std::printf("%s", copytask::config_keys_markdown().c_str());
+      return copytask::kExitOk;
+    });
   return copytask::kExitBadInput;
 }

@@ -250,6 +250,58 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   fs::remove(json);
 }
 
+// train.step: bench times the step it asks for and records which, and a value that is not
+// a step is refused before any work with what is allowed.
+TEST(Cli, BenchTimesTheStepThatTrainStepAsksFor) {
+  const fs::path json = fresh_dir("bench-step.json");
+  for (const std::string step : {"auto", "fused", "autograd"}) {
+    Outcome outcome = run("bench --warmup 0 --steps 1 --json " + json.string() + " " + kTiny + " train.step=" + step);
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
+    const nlohmann::json numbers = read_json(json);
+    EXPECT_EQ(numbers["training_step"], step == "autograd" ? "autograd" : "fused CPU") << step;
+    EXPECT_TRUE(numbers["fallback_reason"].is_null()) << step << ": " << numbers["fallback_reason"];
+    EXPECT_EQ(numbers["config"]["train"]["step"], step);
+  }
+  fs::remove(json);
+  expect_bad_input("train train.step=fast", {"train.step = \"fast\"", "must be auto, fused or autograd"});
+}
+
+// Every command's errors reach the user the same way (cli/command_errors.h): one line
+// "copytask <command>: ...", exit 2 for bad input (a config error says so; an option names
+// itself), 1 for a failure while running.
+TEST(Cli, EveryCommandSaysWhatWentWrongTheSameWay) {
+  struct Case {
+    std::string arguments;
+    int exit_code;
+    std::string line;
+  };
+  const fs::path out = fresh_dir("errors");
+  ASSERT_EQ(run(std::string("train ") + kTiny + " train.steps=2 --out " + out.string()).exit_code, 0);
+  for (const Case& c : std::vector<Case>{
+           {"train model.heads=3", 2, "copytask train: config error: model.heads = 3: must divide model.embed = 20"},
+           {"compare --shard 0/2 --out " + out.string(), 2, "copytask compare: --shard 0/2: write i/n"},
+           {"bench model.heads=3", 2, "copytask bench: config error: model.heads = 3"},
+           {"eval --run " + out.string() + " model.heads=2", 2, "copytask eval: config error: eval cannot change 'model.heads'"},
+           {"eval --run /nonexistent-study", 2, "copytask eval: --run /nonexistent-study"},
+           {"predict --run " + out.string() + " --member nope \"1 2\"", 2, "copytask predict: --member nope"},
+           {"report", 2, "copytask report: which study? give its folder: copytask report --run DIR"},
+           {"report --run /nonexistent-study", 2, "copytask report: --run /nonexistent-study: no such folder"},
+       }) {
+    const Outcome outcome = run(c.arguments);
+    EXPECT_EQ(outcome.exit_code, c.exit_code) << c.arguments << "\n" << outcome.output;
+    EXPECT_NE(outcome.output.find(c.line), std::string::npos) << "'" << c.line << "' missing from:\n" << outcome.output;
+  }
+  // A failure while running: a member's result.json without its fields.
+  std::ofstream(out / "members" / "sinusoidal" / "seed-0" / "result.json") << "{}";
+  const Outcome broken = run("report --run " + out.string());
+  EXPECT_EQ(broken.exit_code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("copytask report: " + (out / "members" / "sinusoidal" / "seed-0" / "result.json").string() +
+                               " lacks a field"),
+            std::string::npos)
+      << broken.output;
+  fs::remove_all(out);
+}
+
 TEST(Cli, InterruptKeepsFinishedMembersAndSaysSo) {
   // Two batches (the step counts differ): the first finishes in a second, the second
   // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.
@@ -260,6 +312,8 @@ TEST(Cli, InterruptKeepsFinishedMembersAndSaysSo) {
   Outcome outcome = run(std::string("compare ") + kTiny + " " + schemes + " --out " + out.string(),
                         "timeout --preserve-status -s INT 6 ");
   EXPECT_EQ(outcome.exit_code, 130) << outcome.output;
+  EXPECT_NE(outcome.output.find("copytask compare: interrupted; the finished members are kept in " + out.string()),
+            std::string::npos) << outcome.output;
   EXPECT_EQ(read_json(out / "run.json")["status"], "interrupted");
   nlohmann::json results = read_json(out / "results.json");
   EXPECT_TRUE(results["schemes"].contains("quick")) << results.dump();

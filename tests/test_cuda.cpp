@@ -14,7 +14,6 @@
 #include "parity_fixtures.h"
 #include "task/copy_task.h"
 #include "test_util.h"
-#include "train/batcher.h"
 #include "train/checkpoint.h"
 #include "train/device_step.h"
 #include "train/trainer.h"
@@ -120,7 +119,8 @@ TEST(Cuda, AMemberAloneTrainsLikeTheSameMemberInABatch) {
                                          {"rope", 2, "rope", true}};
   auto curve = [&](const std::vector<MemberSpec>& members, size_t which) {
     Encoder model(test::small_shape(0.1), members, kCuda);
-    TrainingStep step(model, data, train);
+    const auto owned = training_step_make(model, data, train);
+    TrainingStep& step = *owned;
     std::vector<double> losses;
     for (int i = 0; i < 10; ++i) losses.push_back(step.run()[static_cast<int64_t>(which)].item<double>());
     return losses;
@@ -178,12 +178,12 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
                                      {"alibi", 4, "alibi", true}, {"sinusoidal+random", 5, "sinusoidal", false}};
   members.back().options.random_positions = 24;
   for (int64_t batch_size : {0, 32}) {
-    const std::vector<uint64_t> batch_seeds = minibatch_seeds(members);
-    const int64_t B = batch_size == 0 ? data.train_inputs.size(0) : batch_size;
-    MemberBatcher batcher_a(data.train_inputs.size(0), B, batch_seeds), batcher_b(data.train_inputs.size(0), B, batch_seeds);
+    TrainConfig train;
+    train.batch_size = batch_size;
+    train.lr = 1e-3;
     Encoder captured_model(test::small_shape(0.1), members, kCuda), plain_model(test::small_shape(0.1), members, kCuda);
-    DeviceStep captured(captured_model, data, B, batch_size == 0 ? nullptr : &batcher_a, 1e-3, /*capture=*/true);
-    DeviceStep plain(plain_model, data, B, batch_size == 0 ? nullptr : &batcher_b, 1e-3, /*capture=*/false);
+    DeviceStep captured(captured_model, data, train, /*capture=*/true);
+    DeviceStep plain(plain_model, data, train, /*capture=*/false);
     double worst_loss = 0;
     std::vector<double> losses;
     for (int step = 1; step <= DeviceStep::kWarmupSteps + 10; ++step) {

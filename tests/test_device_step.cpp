@@ -2,7 +2,7 @@
 // the CPU where it runs uncaptured: Adam with its step count on the device against
 // torch::optim::Adam; the dropout keys computed on the device, and the GPU kernel's mask of
 // one element (model/dropout_bits.h), against the host's stream; and the whole step against
-// TrainingStep's autograd step, step by step. (The captured step against the uncaptured one,
+// the AutogradStep, step by step. (The captured step against the uncaptured one,
 // and the kernel itself, need a GPU: tests/test_cuda.cpp.) And the FLOP count the bench
 // divides by the step time to give the rate a GPU step achieves.
 #include <gtest/gtest.h>
@@ -12,7 +12,6 @@
 #include "model/dropout_stream.h"
 #include "task/copy_task.h"
 #include "test_util.h"
-#include "train/batcher.h"
 #include "train/bench.h"
 #include "train/cuda_graph.h"
 #include "train/device_adam.h"
@@ -102,7 +101,7 @@ TrainData small_task(int64_t examples) {
   return train_data_upload(copy_task_generate(task), torch::kCPU);
 }
 
-// The device step, uncaptured on the CPU, trains as TrainingStep's autograd step: the same
+// The device step, uncaptured on the CPU, trains as the AutogradStep: the same
 // batches, dropout masks, randomized positions and schedule, so the same losses and
 // parameters up to float rounding (the two Adams round alike; the check allows 1e-5).
 void expect_trains_like_the_autograd_step(int64_t batch_size) {
@@ -114,11 +113,10 @@ void expect_trains_like_the_autograd_step(int64_t batch_size) {
   TrainConfig train;
   train.batch_size = batch_size;
   Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
-  TrainingStep autograd(reference, data, train, StepOptions{/*fused_cpu=*/false});
+  const auto owned = training_step_make(reference, data, test::with_step(train, /*fused=*/false));
+  TrainingStep& autograd = *owned;
   ASSERT_EQ(autograd.name(), "autograd");
-  const int64_t B = autograd.batch_size();
-  MemberBatcher batcher(data.train_inputs.size(0), B, minibatch_seeds(members));  // as TrainingStep's
-  DeviceStep device_step(model, data, B, batch_size == 0 ? nullptr : &batcher, train.lr, /*capture=*/false);
+  DeviceStep device_step(model, data, train, /*capture=*/false);  // the same batches: both use StepBatches
   double worst_loss = 0;
   for (int step = 1; step <= 8; ++step) {
     const double lr = 2e-3 * step / 8;
@@ -143,7 +141,7 @@ TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepFullBatch) { expect_trains_l
 TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepMinibatches) { expect_trains_like_the_autograd_step(16); }
 
 // Where LibTorch has no CUDA (this machine's), a CUDA graph says so and captures nothing;
-// TrainingStep on the CPU never takes the device step.
+// training_step_make on the CPU never makes the device step.
 TEST(DeviceStep, WithoutCudaNoGraphIsCaptured) {
   if (!cuda_graph_unavailable().empty()) {
     CudaGraph graph;
@@ -153,8 +151,8 @@ TEST(DeviceStep, WithoutCudaNoGraphIsCaptured) {
   }
   const TrainData data = small_task(150);
   Encoder model(test::small_shape(), std::vector<MemberSpec>{{"rope", 0, "rope", false}}, torch::kCPU);
-  TrainingStep step(model, data, TrainConfig{});
-  EXPECT_EQ(step.name(), "fused CPU");
+  const auto step = training_step_make(model, data, TrainConfig{});
+  EXPECT_EQ(step->name(), "fused CPU");
 }
 
 // The GPU issue estimates the reference study's step at about 110 GFLOP for its 30 members

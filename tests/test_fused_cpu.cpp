@@ -229,8 +229,8 @@ TEST(FusedCpu, TrainsLikeTheAutogradStep) {
     train.lr = 3e-3;
     auto curve = [&](bool fused) {
       Encoder model(test::small_shape(0.1), every_scheme_members(), torch::kCPU);
-      TrainingStep step(model, data, train, StepOptions{fused});
-      EXPECT_EQ(step.fused(), fused);
+      const auto owned = training_step_make(model, data, test::with_step(train, fused));
+      TrainingStep& step = *owned;
       EXPECT_EQ(step.name(), fused ? "fused CPU" : "autograd");
       std::vector<torch::Tensor> losses;
       for (int i = 0; i < 15; ++i) losses.push_back(step.run());

@@ -74,8 +74,9 @@ TEST(LrSchedule, BothTrainingStepsMoveTheParametersByTheRateSet) {
   for (bool fused : {true, false}) {
     for (double lr : {1e-3, 2.5e-4}) {
       Encoder model(test::small_shape(0.1), members, torch::kCPU);
-      TrainingStep step(model, data, schedule(1.0, 10, 0, "constant"), StepOptions{fused});
-      ASSERT_EQ(step.fused(), fused);
+      const auto owned = training_step_make(model, data, test::with_step(schedule(1.0, 10, 0, "constant"), fused));
+      TrainingStep& step = *owned;
+      ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
       const auto before = parameters_copy(model);
       step.set_lr(lr);
       step.run();
@@ -96,7 +97,8 @@ TEST(LrSchedule, TrainingFollowsTheScheduleStepByStep) {
   };
   auto by_hand = [&](const std::vector<double>& rates) {
     Encoder model(test::small_shape(0.1), members, torch::kCPU);
-    TrainingStep step(model, data, schedule(1.0, 10, 0, "constant"));
+    const auto owned = training_step_make(model, data, schedule(1.0, 10, 0, "constant"));
+    TrainingStep& step = *owned;
     for (double lr : rates) {
       step.set_lr(lr);
       step.run();

@@ -4,6 +4,7 @@
 
 #include "task/copy_task.h"
 #include "test_util.h"
+#include "train/autograd_step.h"
 #include "train/trainer.h"
 
 namespace copytask {
@@ -88,7 +89,7 @@ TEST(Members, ChunkedFullBatchStepEqualsTheWholeBatchStep) {
   const std::vector<MemberSpec> members = {{"rope", 1, "rope", true}, {"learned", 2, "learned", false}};
   auto losses = [&](int64_t chunk) {
     Encoder model(test::small_shape(0.1), members, torch::kCPU);
-    TrainingStep step(model, data, train, StepOptions{/*fused_cpu=*/false, chunk});
+    AutogradStep step(model, data, train, chunk);
     std::vector<torch::Tensor> out;
     for (int i = 0; i < 6; ++i) out.push_back(step.run());
     out.push_back(model->parameters()[0].detach().clone());  // where the steps led

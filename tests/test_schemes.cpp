@@ -79,8 +79,9 @@ void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
   train.batch_size = 32;
   const auto members = test::every_positional_member(test::small_shape(0.1));
   Encoder model(test::small_shape(0.1), members, torch::kCPU);
-  TrainingStep step(model, data, train, StepOptions{fused});
-  ASSERT_EQ(step.fused(), fused);
+  const auto made = training_step_make(model, data, test::with_step(train, fused));
+  TrainingStep& step = *made;
+  ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
   int64_t owned = 0;
   for (int64_t m = 0; m < model->member_count(); ++m) owned += static_cast<int64_t>(model->scheme(m).parameters().size());
   ASSERT_GT(owned, 0);

@@ -1,14 +1,19 @@
 // Studies beyond one run: shards into one folder, a killed shard rerun, resume, the grid,
-// and the trained members reloaded by eval and predict. All through the binary, as a user
-// would run them.
+// and the trained members reloaded by eval and predict, all through the binary, as a user
+// would run them; and a member's bits that do not depend on the training step its
+// neighbours need (through study_run).
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "cli_util.h"
+#include "study/study.h"
 
 namespace copytask {
 namespace {
@@ -262,6 +267,85 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
   EXPECT_NE(page.find("class=\"chart length-generalization\""), std::string::npos);
   fs::remove_all(copy);
   fs::remove_all(out);
+}
+
+// The neighbour test. Each scheme says which training step runs it (train.step), and a study
+// puts members that need different steps in different batches, so that a member's numbers
+// never depend on which members train beside it: a sinusoidal arm on the default step (the
+// fused CPU step) trains to the same bits alone and in a study beside a RoPE arm that asks
+// for the autograd step. run.json, each member's result.json (and copytask bench,
+// Cli.BenchTimesTheStepThatTrainStepAsksFor) say which step ran.
+std::string file_text(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  EXPECT_TRUE(file.good()) << path;
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// A member's files without what depends on when it ran: result.json without its timing,
+// metrics.jsonl without each line's seconds.
+nlohmann::json member_numbers(const fs::path& member) {
+  nlohmann::json result = read_json(member / "result.json");
+  result.erase("seconds");
+  result.erase("finished");
+  nlohmann::json metrics = nlohmann::json::array();
+  std::istringstream lines(file_text(member / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json entry = nlohmann::json::parse(line);
+    entry.erase("seconds");
+    metrics.push_back(entry);
+  }
+  return {{"result", result}, {"metrics", metrics}};
+}
+
+TEST(Study, AMemberTrainsToTheSameBitsAloneAndBesideAMemberOnAnotherStep) {
+  std::vector<std::string> overrides;
+  std::istringstream tiny(kTiny);  // the CLI tests' tiny study: 30 steps of 2 seeds
+  for (std::string item; tiny >> item;) overrides.push_back(item);
+  const std::string sinusoidal = R"({"name": "sin", "model.positional": "sinusoidal"})";
+  const std::string rope_on_autograd = R"({"name": "rope-autograd", "model.positional": "rope", "train.step": "autograd"})";
+  auto trained = [&](const std::string& schemes, const fs::path& out) {
+    std::vector<std::string> study_overrides = overrides;
+    study_overrides.push_back("compare.schemes=" + schemes);
+    const Config base = config_resolve(std::nullopt, study_overrides);
+    StudyOptions options;
+    options.command = "compare";
+    options.out_dir = out.string();
+    options.device = torch::kCPU;
+    options.threads = torch::get_num_threads();
+    study_run(base, study_arms_for_compare(base), options);
+  };
+  const fs::path alone = fresh_dir("neighbour-alone"), beside = fresh_dir("neighbour-beside");
+  trained("[" + sinusoidal + "]", alone);
+  // RoPE first: were the arms batched together, the batch would take its step (autograd).
+  trained("[" + rope_on_autograd + ", " + sinusoidal + "]", beside);
+
+  // The two arms trained in different batches, each on its own step, and run.json says so.
+  const nlohmann::json run_info = read_json(beside / "run.json");
+  EXPECT_EQ(run_info["status"], "ok");
+  EXPECT_EQ(run_info["training_step"], "autograd, fused CPU");
+  ASSERT_EQ(run_info["batches"].size(), 2u) << run_info.dump();
+  EXPECT_EQ(run_info["batches"][0]["members"], nlohmann::json({"rope-autograd/seed-0", "rope-autograd/seed-1"}));
+  EXPECT_EQ(run_info["batches"][0]["training_step"], "autograd");
+  EXPECT_FALSE(run_info["batches"][0].contains("fallback_reason")) << "asked for, autograd is no fallback";
+  EXPECT_EQ(run_info["batches"][1]["members"], nlohmann::json({"sin/seed-0", "sin/seed-1"}));
+  EXPECT_EQ(run_info["batches"][1]["training_step"], "fused CPU");
+  EXPECT_EQ(read_json(alone / "run.json")["training_step"], "fused CPU");
+  for (int seed : {0, 1}) {
+    const std::string name = "seed-" + std::to_string(seed);
+    EXPECT_EQ(read_json(beside / "members" / "rope-autograd" / name / "result.json")["training_step"], "autograd");
+    // The sinusoidal member: the same step, losses, metrics at every evaluation and
+    // parameters (model.pt, byte for byte) alone as beside the RoPE member.
+    const fs::path a = alone / "members" / "sin" / name, b = beside / "members" / "sin" / name;
+    EXPECT_EQ(read_json(b / "result.json")["training_step"], "fused CPU");
+    EXPECT_EQ(member_numbers(a), member_numbers(b)) << name;
+    EXPECT_EQ(file_text(a / "model.pt"), file_text(b / "model.pt")) << name << ": the parameters differ";
+    EXPECT_EQ(file_text(a / "attention.json"), file_text(b / "attention.json")) << name;
+  }
+  // And the check can fail: the RoPE members trained, to other numbers.
+  EXPECT_NE(read_json(beside / "members" / "rope-autograd" / "seed-0" / "result.json")["final_loss"],
+            read_json(beside / "members" / "sin" / "seed-0" / "result.json")["final_loss"]);
+  fs::remove_all(alone);
+  fs::remove_all(beside);
 }
 
 }  // namespace

@@ -27,18 +27,13 @@ CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
 }
 
 int bench_command_run(const BenchCommandOptions& options) {
+  // Bad input first, before any work: the config, the device, the training step, the memory.
   Config config;
-  std::vector<StudyArm> schemes;
-  c10::Device device(c10::kCPU);
-  try {
-    if (!config_options_resolve(options.config, config)) return kExitOk;
-    schemes = options.compare ? study_arms_for_compare(config) : study_arms_for_train(config);
-    device = device_resolve(config.train.device);
-    study_check_memory(schemes, Shard{}, device);
-  } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask bench: config error: %s\n", error.what());
-    return kExitBadInput;
-  }
+  if (!config_options_resolve(options.config, config)) return kExitOk;
+  const std::vector<StudyArm> schemes = options.compare ? study_arms_for_compare(config) : study_arms_for_train(config);
+  const c10::Device device = device_resolve(config.train.device);
+  study_check_training_steps(schemes, device);
+  study_check_memory(schemes, Shard{}, device);
   const int threads = threads_configure(config.train.threads);
   const auto batches = study_batches(study_members(schemes));
   const Config& batch_config = batches.front().front().arm->config;
@@ -52,37 +47,32 @@ int bench_command_run(const BenchCommandOptions& options) {
   }
   spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);
-  try {
-    const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
-    std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
-                static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
-    std::printf("training step      %s\n", result.step.c_str());
-    if (!result.fallback_reason.empty())
-      spdlog::warn("timed the autograd step, not the faster one meant for these members: {}", result.fallback_reason);
-    std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
-    std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
-    std::printf("examples/s         %.0f\n", result.examples_per_second);
-    std::printf("tokens/s           %.0f\n", result.tokens_per_second);
-    std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
-                result.flops_per_second / 1e9, result.flops_per_step / 1e9);
-    std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
-    if (!options.json_file.empty()) {
-      nlohmann::json out = bench_json(result);
-      out["device"] = device.str();
-      const GpuInfo gpu = gpu_info(device);
-      if (!gpu.name.empty()) out["gpu"] = {{"name", gpu.name}, {"cuda_runtime", gpu.cuda_runtime}, {"cuda_driver", gpu.cuda_driver}};
-      out["threads"] = threads;
-      out["cpu"] = cpu_model();
-      out["libtorch"] = torch_version_string();
-      out["schemes"] = names;
-      out["config"] = config_to_json(batch_config);
-      json_write_atomic(options.json_file, out);
-    }
-    return kExitOk;
-  } catch (const std::exception& error) {
-    spdlog::error("bench failed: {}", error_text(error));
-    return kExitFailure;
+  const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
+  std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
+              static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
+  std::printf("training step      %s\n", result.step.c_str());
+  if (!result.fallback_reason.empty())
+    spdlog::warn("timed the autograd step, not the faster one meant for these members: {}", result.fallback_reason);
+  std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
+  std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
+  std::printf("examples/s         %.0f\n", result.examples_per_second);
+  std::printf("tokens/s           %.0f\n", result.tokens_per_second);
+  std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
+              result.flops_per_second / 1e9, result.flops_per_step / 1e9);
+  std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
+  if (!options.json_file.empty()) {
+    nlohmann::json out = bench_json(result);
+    out["device"] = device.str();
+    const GpuInfo gpu = gpu_info(device);
+    if (!gpu.name.empty()) out["gpu"] = {{"name", gpu.name}, {"cuda_runtime", gpu.cuda_runtime}, {"cuda_driver", gpu.cuda_driver}};
+    out["threads"] = threads;
+    out["cpu"] = cpu_model();
+    out["libtorch"] = torch_version_string();
+    out["schemes"] = names;
+    out["config"] = config_to_json(batch_config);
+    json_write_atomic(options.json_file, out);
   }
+  return kExitOk;
 }
 
 }  // namespace copytask

@@ -19,7 +19,6 @@
 #include "study/saved_study.h"
 #include "task/copy_task.h"
 #include "task/length_sets.h"
-#include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 
@@ -64,7 +63,8 @@ struct EvalSetup {
   c10::Device device{c10::kCPU};
 };
 
-// Opens the study and applies the overrides; throws ConfigError saying what to change.
+// Opens the study and applies the overrides; throws ConfigError (OptionError for --run and
+// --json) saying what to change.
 EvalSetup eval_setup(const EvalCommandOptions& options) {
   EvalSetup setup;
   try {
@@ -85,10 +85,10 @@ EvalSetup eval_setup(const EvalCommandOptions& options) {
   config_validate(setup.config, /*learned_rows_must_fit_eval=*/false);
   setup.device = device_resolve(setup.config.train.device);
   if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
-    throw ConfigError("--json " + options.json_file + ": its folder does not exist");
+    throw OptionError("--json " + options.json_file + ": its folder does not exist");
   setup.members = saved_members(setup.study);
   if (setup.members.empty())
-    throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
+    throw OptionError("--run " + options.run_dir + " has no complete member yet; train the study first");
   return setup;
 }
 
@@ -182,34 +182,13 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
 }  // namespace
 
 int eval_command_run(const EvalCommandOptions& options) {
-  EvalSetup setup;
-  try {
-    setup = eval_setup(options);
-  } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask eval: %s\n", error.what());
-    return kExitBadInput;
-  }
+  const EvalSetup setup = eval_setup(options);  // bad input, before any work
   const int threads = threads_configure(setup.config.train.threads);
   const bool same_data = config_to_json(setup.config)["task"] == config_to_json(setup.study.base)["task"];
-  std::vector<MemberScores> scores;
-  try {
-    scores = members_evaluate(setup, options.run_dir, same_data, threads);
-  } catch (const CheckpointError& error) {
-    std::fprintf(stderr, "copytask eval: %s\n", error.what());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    spdlog::error("eval failed: {}", error_text(error));
-    return kExitFailure;
-  }
+  // A checkpoint that cannot be loaded is bad input too (CheckpointError).
+  const std::vector<MemberScores> scores = members_evaluate(setup, options.run_dir, same_data, threads);
   const nlohmann::json out = eval_report(setup, scores, options.run_dir, same_data);
-  if (!options.json_file.empty()) {
-    try {
-      json_write_atomic(options.json_file, out);
-    } catch (const std::exception& error) {
-      spdlog::error("{}", error.what());
-      return kExitFailure;
-    }
-  }
+  if (!options.json_file.empty()) json_write_atomic(options.json_file, out);
   return kExitOk;
 }
 

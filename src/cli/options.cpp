@@ -30,8 +30,8 @@ std::string error_text(const std::exception& error) {
   return error.what();
 }
 
-ConfigError option_error(const std::string& option, const ConfigError& error) {
-  return ConfigError(option + " " + error.what());
+OptionError option_error(const std::string& option, const ConfigError& error) {
+  return OptionError(option + " " + error.what());
 }
 
 }  // namespace copytask

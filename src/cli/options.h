@@ -54,7 +54,17 @@ struct ReportCommandOptions {
 };
 
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
+// cli/command_errors.h turns what a command throws into them.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;
+
+// Bad input in a command-line option or argument (--out, --run, --member, --shard, --json,
+// predict's input), not in a config key: its message starts with the option or names the
+// argument, and command_run prints it without config errors' "config error:". A
+// ConfigError, so whatever treats a ConfigError as bad input treats it so too.
+class OptionError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
 
 // Binds --config, --print-config and the key=value overrides to `options`.
 void config_options_bind(CLI::App& command, ConfigOptions& options);
@@ -73,7 +83,7 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
 
 // The library's errors about a folder or a name start with it ("runs/x holds another
 // study ..."); the command line says which option gave it: "--out runs/x holds ...".
-ConfigError option_error(const std::string& option, const ConfigError& error);
+OptionError option_error(const std::string& option, const ConfigError& error);
 
 // An error's message for the terminal: LibTorch's errors without their C++ stack trace
 // (a user needs the sentence, not the frames).

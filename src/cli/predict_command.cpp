@@ -15,7 +15,6 @@
 #include "study/saved_study.h"
 #include "task/copy_task.h"
 #include "task/length_sets.h"
-#include "train/checkpoint.h"
 #include "train/evaluate.h"
 
 namespace copytask {
@@ -104,33 +103,29 @@ CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options) {
 }
 
 int predict_command_run(const PredictCommandOptions& options) {
+  // Bad input first, before any work: the folder, the member, the input.
   SavedStudy study;
+  try {
+    study = saved_study_open(options.run_dir);
+  } catch (const ConfigError& error) {
+    throw option_error("--run", error);
+  }
+  const auto members = saved_members(study);
+  if (members.empty())
+    throw OptionError("--run " + options.run_dir + " has no complete member yet; train the study first");
   StudyMember member;
+  try {
+    member = options.member.empty() ? members.front() : saved_member_find(study, options.member);
+  } catch (const ConfigError& error) {
+    throw option_error("--member", error);
+  }
   std::vector<int64_t> content;
   try {
-    try {
-      study = saved_study_open(options.run_dir);
-    } catch (const ConfigError& error) {
-      throw option_error("--run", error);
-    }
-    const auto members = saved_members(study);
-    if (members.empty())
-      throw ConfigError("--run " + options.run_dir + " has no complete member yet; train the study first");
-    try {
-      member = options.member.empty() ? members.front() : saved_member_find(study, options.member);
-    } catch (const ConfigError& error) {
-      throw option_error("--member", error);
-    }
-    try {
-      // Longer than the trained lengths is allowed: the copy then gets a context of its own,
-      // as eval.max_len evaluates it (checked against the member's positions below).
-      content = probe_tokens(options.input, member.arm->config.task, 2 * kEvalMaxLenLimit + 1);
-    } catch (const std::invalid_argument& error) {
-      throw ConfigError("input \"" + options.input + "\": " + error.what());
-    }
-  } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask predict: %s\n", error.what());
-    return kExitBadInput;
+    // Longer than the trained lengths is allowed: the copy then gets a context of its own,
+    // as eval.max_len evaluates it (checked against the member's positions below).
+    content = probe_tokens(options.input, member.arm->config.task, 2 * kEvalMaxLenLimit + 1);
+  } catch (const std::invalid_argument& error) {
+    throw OptionError("input \"" + options.input + "\": " + error.what());
   }
   const Config& config = member.arm->config;
   const int64_t k = static_cast<int64_t>(content.size());
@@ -140,36 +135,22 @@ int predict_command_run(const PredictCommandOptions& options) {
                 T = k <= config.task.max_len && k < config.task.context ? config.task.context
                                                                          : length_context(config.task, k);
   const int64_t random_range = config.model.positional_options.random_positions;
-  if (random_range > 0 && T > random_range) {
-    std::fprintf(stderr, "copytask predict: %lld tokens need a context of %lld, beyond this member's %lld randomized "
-                 "positions (model.random_positions); give at most %lld tokens\n", static_cast<long long>(k),
-                 static_cast<long long>(T), static_cast<long long>(random_range),
-                 static_cast<long long>((random_range - 1) / 2));
-    return kExitBadInput;
-  }
+  if (random_range > 0 && T > random_range)
+    throw OptionError(std::to_string(k) + " tokens need a context of " + std::to_string(T) + ", beyond this member's " +
+                      std::to_string(random_range) + " randomized positions (model.random_positions); give at most " +
+                      std::to_string((random_range - 1) / 2) + " tokens");
   const std::vector<int64_t> input = copy_input(content, V, T), target = copy_target(content, V, T);
 
   std::vector<torch::Tensor> attention;  // per layer (1, 1, H, T, T)
-  std::vector<int64_t> output;
-  try {
-    torch::set_num_threads(1);  // one example: threads would only cost
-    Encoder model = saved_batch_load(study, {member}, torch::kCPU);
-    if (T > model->position_limit()) {
-      std::fprintf(stderr, "copytask predict: %lld tokens need a context of %lld, beyond this member's learned table "
-                   "of %lld rows (model.learned_positions); give fewer tokens, or train with more rows\n",
-                   static_cast<long long>(k), static_cast<long long>(T), static_cast<long long>(model->position_limit()));
-      return kExitBadInput;
-    }
-    auto tokens = predict_tokens(model, torch::tensor(input, torch::kLong).view({1, T}), &attention);  // (1, 1, T)
-    auto flat = tokens.view({T}).contiguous();                                                        // (T)
-    output.assign(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + T);
-  } catch (const CheckpointError& error) {
-    std::fprintf(stderr, "copytask predict: %s\n", error.what());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    spdlog::error("predict failed: {}", error_text(error));
-    return kExitFailure;
-  }
+  torch::set_num_threads(1);  // one example: threads would only cost
+  Encoder model = saved_batch_load(study, {member}, torch::kCPU);  // a bad model.pt: CheckpointError
+  if (T > model->position_limit())
+    throw OptionError(std::to_string(k) + " tokens need a context of " + std::to_string(T) +
+                      ", beyond this member's learned table of " + std::to_string(model->position_limit()) +
+                      " rows (model.learned_positions); give fewer tokens, or train with more rows");
+  auto tokens = predict_tokens(model, torch::tensor(input, torch::kLong).view({1, T}), &attention);  // (1, 1, T)
+  auto flat = tokens.view({T}).contiguous();                                                        // (T)
+  const std::vector<int64_t> output(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + T);
 
   prediction_print(member, input, target, output, content.size());
   attention_print(attention, input, V, config.model.causal);

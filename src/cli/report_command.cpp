@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -28,34 +27,22 @@ CLI::App* report_command_add(CLI::App& app, ReportCommandOptions& options) {
 }
 
 int report_command_run(const ReportCommandOptions& options) {
-  if (options.study_dir.empty()) {
-    std::fprintf(stderr, "copytask report: which study? give its folder: copytask report --run DIR\n");
-    return kExitBadInput;
-  }
+  if (options.study_dir.empty()) throw OptionError("which study? give its folder: copytask report --run DIR");
   const std::string out_file =
       options.out_file.empty() ? (fs::path(options.study_dir) / "report.html").string() : options.out_file;
+  if (!fs::is_directory(options.study_dir))
+    throw OptionError("--run " + options.study_dir + ": no such folder; give a study's output folder");
+  const fs::path parent = fs::absolute(out_file).parent_path();
+  if (!fs::is_directory(parent))
+    throw OptionError("--out " + out_file + ": the folder " + parent.string() + " does not exist");
   nlohmann::json results;
   try {
-    if (!fs::is_directory(options.study_dir))
-      throw ConfigError(options.study_dir + ": no such folder; give a study's output folder");
-    const fs::path parent = fs::absolute(out_file).parent_path();
-    if (!fs::is_directory(parent))
-      throw ConfigError("--out " + out_file + ": the folder " + parent.string() + " does not exist");
     results = study_collect(options.study_dir);
   } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask report: %s\n", error.what());
-    return kExitBadInput;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "copytask report: %s\n", error.what());
-    return kExitFailure;
+    throw option_error("--run", error);  // not a study folder: the library names it; say which option gave it
   }
-  try {
-    // study_collect wrote DIR/report.html; another --out gets its own copy.
-    if (!options.out_file.empty()) report_html_write(options.study_dir, out_file);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "copytask report: %s\n", error.what());
-    return kExitFailure;
-  }
+  // study_collect wrote DIR/report.html; another --out gets its own copy.
+  if (!options.out_file.empty()) report_html_write(options.study_dir, out_file);
   std::vector<std::string> order;
   for (const auto& name : results["scheme_order"]) order.push_back(name.get<std::string>());
   std::printf("%s", table_format(results_table(results, order)).c_str());

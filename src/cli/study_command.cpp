@@ -20,7 +20,6 @@
 #include "config/config.h"
 #include "report/results.h"
 #include "study/study.h"
-#include "train/interrupt.h"
 
 namespace copytask {
 namespace fs = std::filesystem;
@@ -40,23 +39,23 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
 
 namespace {
 
-// --shard i/n (1 <= i <= n); throws ConfigError saying how to write it.
+// --shard i/n (1 <= i <= n); throws OptionError saying how to write it.
 Shard shard_parse(const std::string& text) {
   const std::string how = "--shard " + text + ": write i/n with 1 <= i <= n, e.g. --shard 2/3 for the second of three shards";
   const size_t slash = text.find('/');
-  if (slash == std::string::npos) throw ConfigError(how);
+  if (slash == std::string::npos) throw OptionError(how);
   Shard shard;
   try {
     size_t used = 0;
     shard.index = std::stoll(text.substr(0, slash), &used);
-    if (used != slash) throw ConfigError(how);
+    if (used != slash) throw OptionError(how);
     const std::string count = text.substr(slash + 1);
     shard.count = std::stoll(count, &used);
-    if (used != count.size()) throw ConfigError(how);
+    if (used != count.size()) throw OptionError(how);
   } catch (const std::logic_error&) {
-    throw ConfigError(how);
+    throw OptionError(how);
   }
-  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) throw ConfigError(how);
+  if (shard.count < 1 || shard.index < 1 || shard.index > shard.count) throw OptionError(how);
   return shard;
 }
 
@@ -91,33 +90,31 @@ void print_config_table(const Config& config) {
 }  // namespace
 
 int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line) {
+  // Bad input first, before any work: the config, the device, --shard, each scheme's
+  // training step, the memory, the output folder.
   Config config;
-  std::vector<StudyArm> schemes;
+  if (!config_options_resolve(options.config, config)) return kExitOk;
+  const std::vector<StudyArm> schemes =
+      command == "compare" ? study_arms_for_compare(config) : study_arms_for_train(config);
   StudyOptions study;
+  study.device = device_resolve(config.train.device);
+  const std::string name = command == "compare"
+                               ? (options.config.config_file.empty() ? "defaults"
+                                                                     : fs::path(options.config.config_file).stem().string())
+                               : schemes.front().name;
+  if (!options.shard.empty()) {
+    study.shard = shard_parse(options.shard);
+    if (options.out_dir.empty())
+      throw OptionError("--shard needs --out DIR: every shard must write into the same study folder");
+  }
+  study_check_training_steps(schemes, study.device);
+  study_check_memory(schemes, study.shard, study.device);
+  study.command = command;
+  study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
   try {
-    if (!config_options_resolve(options.config, config)) return kExitOk;
-    schemes = command == "compare" ? study_arms_for_compare(config) : study_arms_for_train(config);
-    study.device = device_resolve(config.train.device);
-    std::string name = command == "compare"
-                           ? (options.config.config_file.empty() ? "defaults"
-                                                                 : fs::path(options.config.config_file).stem().string())
-                           : schemes.front().name;
-    if (!options.shard.empty()) {
-      study.shard = shard_parse(options.shard);
-      if (options.out_dir.empty())
-        throw ConfigError("--shard needs --out DIR: every shard must write into the same study folder");
-    }
-    study_check_memory(schemes, study.shard, study.device);
-    study.command = command;
-    study.out_dir = options.out_dir.empty() ? default_out_dir(command, name) : options.out_dir;
-    try {
-      study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
-    } catch (const ConfigError& error) {
-      throw option_error("--out", error);
-    }
+    study_check_out_dir(study.out_dir, study_manifest(command, config, schemes));
   } catch (const ConfigError& error) {
-    std::fprintf(stderr, "copytask %s: config error: %s\n", command.c_str(), error.what());
-    return kExitBadInput;
+    throw option_error("--out", error);  // the library names the folder; say which option gave it
   }
 
   study.threads = threads_configure(config.train.threads);
@@ -126,26 +123,19 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
   print_config_table(config);
   spdlog::info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
                study.device.str(), study.threads, study.out_dir);
-  try {
-    nlohmann::json results = study_run(config, schemes, study);
-    std::vector<std::string> order;
-    for (const auto& scheme : schemes) order.push_back(scheme.name);
-    const auto& complete = results["complete"];
-    if (complete["runs"] != complete["expected"])
-      std::printf("\n%lld of %lld members complete; missing: %s\n", complete["runs"].get<long long>(),
-                  complete["expected"].get<long long>(), complete["missing"].dump().c_str());
-    std::printf("\n%s", table_format(results_table(results, order)).c_str());
-    const std::string lengths = length_table_format(results, order);
-    if (!lengths.empty()) std::printf("\n%s", lengths.c_str());
-    std::printf("\noutput folder: %s\n", study.out_dir.c_str());
-    return kExitOk;
-  } catch (const Interrupted&) {
-    spdlog::warn("interrupted; finished members are kept in {} (rerun the same command to resume)", study.out_dir);
-    return kExitInterrupted;
-  } catch (const std::exception& error) {
-    spdlog::error("{} failed: {}", command, error_text(error));
-    return kExitFailure;
-  }
+  // run.json records a failure or an interruption before study_run rethrows it.
+  nlohmann::json results = study_run(config, schemes, study);
+  std::vector<std::string> order;
+  for (const auto& scheme : schemes) order.push_back(scheme.name);
+  const auto& complete = results["complete"];
+  if (complete["runs"] != complete["expected"])
+    std::printf("\n%lld of %lld members complete; missing: %s\n", complete["runs"].get<long long>(),
+                complete["expected"].get<long long>(), complete["missing"].dump().c_str());
+  std::printf("\n%s", table_format(results_table(results, order)).c_str());
+  const std::string lengths = length_table_format(results, order);
+  if (!lengths.empty()) std::printf("\n%s", lengths.c_str());
+  std::printf("\noutput folder: %s\n", study.out_dir.c_str());
+  return kExitOk;
 }
 
 CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options) {

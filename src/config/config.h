@@ -83,6 +83,7 @@ struct TrainConfig {
   std::vector<int64_t> seeds = {0, 1, 2, 3, 4};
   std::string device = "auto";  // auto | cpu | cuda
   int64_t threads = 0;      // CPU threads for LibTorch; 0 = one per core
+  std::string step = "auto";  // auto | fused | autograd: which training step (train/training_step.h)
   bool cuda_graph = true;   // on a GPU: capture the training step as a CUDA graph and replay it
 };
 

@@ -64,7 +64,7 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
 }
 
 // The table: one entry per key, in the docs' order. Long (about 170 lines) because there
-// are 51 keys, each with its meaning and range; there is no logic here to split.
+// are 52 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -177,6 +177,15 @@ std::vector<ConfigField> make_fields() {
             choice({"auto", "cpu", "cuda"}, "must be auto, cpu or cuda")),
       field("train.threads", &Config::train, &TrainConfig::threads, S::machine, "CPU threads, 0 = one per core",
             ints(0, 1024, "must be 0 (one per core) or a thread count")),
+      field("train.step", &Config::train, &TrainConfig::step, S::scheme,
+            "which training step trains the scheme: `auto`, the fastest the device and the model allow (on the CPU "
+            "the fused step, else autograd, saying why; on a GPU the device step, a CUDA graph where "
+            "`train.cuda_graph` is on); `fused`, the hand-written CPU step (refused on a GPU, and where it cannot "
+            "run the model); `autograd`, LibTorch's autograd op by op, uncaptured (on the CPU a full batch in "
+            "chunks of 256 examples per member; on a GPU the device step without its CUDA graph, as "
+            "`train.cuda_graph=false`). The same numbers up to float rounding; schemes on different steps train "
+            "in different batches",
+            choice({"auto", "fused", "autograd"}, "must be auto, fused or autograd")),
       field("train.cuda_graph", &Config::train, &TrainConfig::cuda_graph, S::machine,
             "on a GPU: capture the whole training step (forward, backward, Adam) once as a CUDA graph and replay "
             "it; false runs the same step uncaptured. No effect on the CPU"),

@@ -14,6 +14,7 @@
 #include "study/study_batch.h"
 #include "study/study_record.h"
 #include "train/interrupt.h"
+#include "train/training_step.h"
 
 namespace copytask {
 namespace fs = std::filesystem;
@@ -202,6 +203,14 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
                       "); choose a path on a writable disk");
 }
 
+void study_check_training_steps(const std::vector<StudyArm>& schemes, const c10::Device& device) {
+  for (const auto& arm : schemes) {
+    const std::string refusal = training_step_refusal(arm.config.train, device);
+    if (refusal.empty()) continue;
+    throw ConfigError(schemes.size() > 1 ? "compare scheme '" + arm.name + "': " + refusal : refusal);
+  }
+}
+
 nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options) {
   const fs::path out(options.out_dir);
   fs::create_directories(out / "members");
@@ -232,7 +241,9 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& scheme
     }
   } catch (const Interrupted&) {
     record.finish("interrupted");
-    throw;
+    // What the user needs next: the work is not lost, and where it is.
+    throw Interrupted("interrupted; the finished members are kept in " + options.out_dir +
+                      " (training the same study into it again resumes it)");
   } catch (const std::exception& error) {
     record.finish("failed", error.what());
     throw;

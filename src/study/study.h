@@ -90,10 +90,15 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
 // what to change when it does not fit.
 void study_check_memory(const std::vector<StudyArm>& schemes, const Shard& shard, const c10::Device& device);
 
+// Checks before any work that every arm's train.step can train on `device` (the fused step
+// cannot on a GPU): throws ConfigError naming the scheme (when there are several), the key
+// and what to set instead.
+void study_check_training_steps(const std::vector<StudyArm>& schemes, const c10::Device& device);
+
 // Runs the members of this shard that are not complete yet, then collects the study's
 // files and returns results.json's content. Writes run.json (or shards/<i>-of-<n>.json)
-// with status "interrupted" or "failed" before rethrowing when it stops early; the members
-// that finished are kept.
+// with status "interrupted" or "failed" before rethrowing when it stops early (an
+// Interrupted saying where the finished members are); the members that finished are kept.
 nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& schemes, const StudyOptions& options);
 
 }  // namespace copytask

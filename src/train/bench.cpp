@@ -21,7 +21,8 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
                                 const c10::Device& device, int64_t warmup, int64_t steps) {
   const TrainData data = train_data_upload(copy_task_generate(config.task), device);
   Encoder model(encoder_shape_of(config), members, device);
-  TrainingStep training_step(model, data, config.train);
+  const std::unique_ptr<TrainingStep> step = training_step_make(model, data, config.train);
+  TrainingStep& training_step = *step;
   // A CUDA graph is captured after its warm-up steps: neither they nor the capture are timed.
   if (training_step.name() == "CUDA graph") warmup = std::max(warmup, DeviceStep::kWarmupSteps + 1);
 

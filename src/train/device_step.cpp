@@ -2,33 +2,23 @@
 
 #include <optional>
 
-#include <c10/util/Exception.h>
 #include <torch/torch.h>
 
-#include "train/batcher.h"
-#include "train/trainer.h"
+#include "train/train_data.h"
 
 namespace copytask {
 
-DeviceStep::DeviceStep(Encoder& model, const TrainData& data, int64_t batch_size, MemberBatcher* batcher, double lr,
-                       bool capture)
+DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture)
     : model_(model),
-      data_(data),
-      batcher_(batcher),
+      batches_(model->members(), data, train.batch_size),
       members_(model->member_count()),
-      batch_size_(batch_size),
       positions_(data.train_inputs.size(1)),
       capture_(capture),
-      adam_(model->parameters(), lr) {
-  const int64_t M = members_, B = batch_size_, T = positions_;
+      adam_(model->parameters(), train.lr) {
+  const int64_t M = members_, B = batches_.batch_size(), T = positions_;
   const auto device = model->device();
-  if (batcher_ == nullptr) {
-    TORCH_CHECK(B == data.train_inputs.size(0), "DeviceStep: a full batch is the whole train split");
-    full_inputs_ = data.train_inputs.unsqueeze(0).expand({M, B, T});    // (M, N, T)
-    full_targets_ = data.train_targets.unsqueeze(0).expand({M, B, T});  // (M, N, T)
-  } else {
+  if (!batches_.full_batch())
     rows_ = torch::zeros({M * B}, torch::TensorOptions().dtype(torch::kLong).device(device));  // (M*B)
-  }
   if (model->random_positions())
     positions_buffer_ = torch::zeros({M, B, T}, torch::TensorOptions().dtype(torch::kLong).device(device));  // (M, B, T)
   dropout_step_ = torch::full({}, model->next_dropout_step(), torch::TensorOptions().dtype(torch::kLong).device(device));
@@ -37,21 +27,23 @@ DeviceStep::DeviceStep(Encoder& model, const TrainData& data, int64_t batch_size
 
 DeviceStep::~DeviceStep() = default;
 
+std::string DeviceStep::name() const { return capture_ && capture_failure_.empty() ? "CUDA graph" : "autograd"; }
+
+std::string DeviceStep::fallback_reason() const {
+  return capture_failure_.empty() ? "" : "the CUDA graph's capture failed (" + capture_failure_ + ")";
+}
+
 void DeviceStep::forget_gradients() {
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
 }
 
 void DeviceStep::work() {
-  const int64_t M = members_, B = batch_size_, T = positions_;
-  torch::Tensor inputs = full_inputs_, targets = full_targets_;
-  if (batcher_ != nullptr) {
-    inputs = data_.train_inputs.index_select(0, rows_).view({M, B, T});    // (M, B, T)
-    targets = data_.train_targets.index_select(0, rows_).view({M, B, T});  // (M, B, T)
-  }
+  const int64_t B = batches_.batch_size();
+  const StepBatch batch = batches_.full_batch() ? batches_.full() : batches_.at_rows(rows_);  // (M, B, T)
   std::optional<DropoutMasks> masks;
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks_at(B, dropout_step_));
-  auto logits = model_->forward(inputs, masks ? &*masks : nullptr, nullptr, positions_buffer_);  // (M, B, T, V)
-  auto loss = member_losses(logits, targets);                                                    // (M)
+  auto logits = model_->forward(batch.inputs, masks ? &*masks : nullptr, nullptr, positions_buffer_);  // (M, B, T, V)
+  auto loss = member_losses(logits, batch.targets);                                                    // (M)
   // The sum over members: each member gets exactly its own gradient.
   loss.sum().backward();
   adam_.step();
@@ -62,11 +54,9 @@ void DeviceStep::work() {
 
 torch::Tensor DeviceStep::run() {
   // This step's batch into the fixed tensors (host work, before the device's).
-  if (batcher_ != nullptr) {
-    const std::vector<int64_t> rows = batcher_->next();
-    rows_.copy_(torch::tensor(rows, torch::kLong));  // (M*B)
-  }
-  if (positions_buffer_.defined()) positions_buffer_.copy_(model_->training_positions(batch_size_, positions_));
+  if (!batches_.full_batch()) rows_.copy_(torch::tensor(batches_.next_rows(), torch::kLong));  // (M*B)
+  if (positions_buffer_.defined())
+    positions_buffer_.copy_(model_->training_positions(batches_.batch_size(), positions_));
   model_->train();
   const bool replay = capture_ && capture_failure_.empty() && steps_run_ >= kWarmupSteps;
   if (replay && !graph_) {

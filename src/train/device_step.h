@@ -9,9 +9,12 @@
 //
 // The first kWarmupSteps steps run uncaptured (as torch.cuda.graph's warm-up: lazy
 // initialisation and the tables' caches happen outside the graph); they are real steps.
-// Without capture (on the CPU, or train.cuda_graph = false) every step runs uncaptured,
-// the same work: tests/test_device_step.cpp checks it against TrainingStep's autograd
-// step on the CPU, and tests/test_cuda.cpp the captured step against the uncaptured one.
+// Without capture (on the CPU, train.cuda_graph = false, or train.step = autograd) every
+// step runs uncaptured, the same work: tests/test_device_step.cpp checks it against the
+// AutogradStep on the CPU, and tests/test_cuda.cpp the captured step against the
+// uncaptured one. The GPU's uncaptured autograd step lives here, not in AutogradStep, so
+// that a capture that fails after the warm-up goes on uncaptured with the state it has
+// (this Adam's moments and step count on the device) and the same numbers.
 //
 // What still crosses from the host each step: a minibatch's row indices and randomized
 // positions (one small copy each, made before the replay); a full batch copies nothing.
@@ -24,24 +27,27 @@
 #include "model/encoder.h"
 #include "train/cuda_graph.h"
 #include "train/device_adam.h"
+#include "train/step_batches.h"
+#include "train/training_step.h"
 
 namespace copytask {
 
-class MemberBatcher;
-struct TrainData;
-
-class DeviceStep {
+class DeviceStep final : public TrainingStep {
  public:
   static constexpr int64_t kWarmupSteps = 3;
-  // batcher: each member's minibatch rows, or null for a full batch (B = N).
-  DeviceStep(Encoder& model, const TrainData& data, int64_t batch_size, MemberBatcher* batcher, double lr,
-             bool capture);
-  ~DeviceStep();
+  // capture: replay the step as a CUDA graph after the warm-up (train.cuda_graph on a GPU
+  // whose LibTorch can capture, training_step_make decides); false: every step uncaptured.
+  DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture);
+  ~DeviceStep() override;
   // One step; returns each member's loss (M), a fresh tensor (reading it syncs a GPU).
-  torch::Tensor run();
-  void set_lr(double lr) { adam_.set_lr(lr); }
-  // Whether the step is (or will be, after the warm-up) a replayed CUDA graph.
-  bool capturing() const { return capture_; }
+  torch::Tensor run() override;
+  void set_lr(double lr) override { adam_.set_lr(lr); }
+  // "CUDA graph" while the step is (or will be, after the warm-up) a replayed graph, else
+  // "autograd": uncaptured from the start, or since its capture failed.
+  std::string name() const override;
+  // Why the capture failed, when it did ("" otherwise).
+  std::string fallback_reason() const override;
+  int64_t batch_size() const override { return batches_.batch_size(); }
   // Why capture was given up at the first try ("" when it was not): the steps go on
   // uncaptured, with the same numbers.
   const std::string& capture_failure() const { return capture_failure_; }
@@ -53,17 +59,15 @@ class DeviceStep {
   void forget_gradients();
 
   Encoder& model_;
-  const TrainData& data_;
-  MemberBatcher* batcher_;
-  int64_t members_, batch_size_, positions_;
+  StepBatches batches_;
+  int64_t members_, positions_;
   bool capture_;
   std::string capture_failure_;
   DeviceAdam adam_;
   std::unique_ptr<CudaGraph> graph_;
   int64_t steps_run_ = 0;
-  // The step's fixed tensors: inputs (a full batch's views, or a minibatch's rows),
-  // randomized positions, the dropout step count, the loss the work writes.
-  torch::Tensor full_inputs_, full_targets_;  // (M, N, T), full batch only
+  // The step's fixed tensors: inputs (a full batch's views, batches_.full(), or a
+  // minibatch's rows), randomized positions, the dropout step count, the loss the work writes.
   torch::Tensor rows_;                        // (M*B) int64, minibatches only
   torch::Tensor positions_buffer_;            // (M, B, T) int64, randomized positions only
   torch::Tensor dropout_step_;                // () int64: the step dropout_masks would draw

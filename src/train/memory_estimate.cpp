@@ -40,9 +40,10 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
   // Evaluation: 1024 examples of every member at a time, logits and the temporaries of the
   // loss and the argmax.
   training += 6 * 4 * M * 1024 * T * V;
-  // Off the fused step (a GPU, or a CPU model it cannot run): autograd's activations and
-  // the dropout masks of the whole batch (on the CPU a full batch goes in chunks of 256).
-  const bool fused = device.is_cpu();
+  // Off the fused step (a GPU, train.step = autograd, or a CPU model it cannot run):
+  // autograd's activations and the dropout masks of the whole batch (on the CPU a full
+  // batch goes in chunks of 256: counted whole, on the high side).
+  const bool fused = device.is_cpu() && c.train.step != "autograd";
   if (!fused) {
     const double per_example = L * (20 * T * D + 5 * H * T * T + 5 * T * F) + 5 * T * V;
     const double dropout = L * (H * T * T + 2 * T * D + T * F);

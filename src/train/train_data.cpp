@@ -1,0 +1,23 @@
+#include "train/train_data.h"
+
+#include <torch/torch.h>
+
+namespace copytask {
+namespace {
+
+torch::Tensor upload(const std::vector<int64_t>& values, int64_t rows, int64_t columns, const torch::Device& device) {
+  return torch::tensor(values, torch::kLong).view({rows, columns}).to(device);  // (N, T)
+}
+
+}  // namespace
+
+TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
+  TrainData data;
+  data.train_inputs = upload(task.train.inputs, task.train.count, task.context, device);
+  data.train_targets = upload(task.train.targets, task.train.count, task.context, device);
+  data.test_inputs = upload(task.test.inputs, task.test.count, task.context, device);
+  data.test_targets = upload(task.test.targets, task.test.count, task.context, device);
+  return data;
+}
+
+}  // namespace copytask

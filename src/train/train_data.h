@@ -1,0 +1,18 @@
+#pragma once
+// The task's splits on the device the members train on: what every training step and
+// evaluation reads. Shapes: N examples, T positions.
+#include <torch/types.h>
+
+#include "task/copy_task.h"
+#include "train/evaluate.h"
+
+namespace copytask {
+
+// The task's splits as (N, T) int64 tensors on one device.
+struct TrainData {
+  torch::Tensor train_inputs, train_targets, test_inputs, test_targets;
+  LengthData lengths;  // length generalization's sets (empty when eval.max_len is 0)
+};
+TrainData train_data_upload(const CopyTask& task, const torch::Device& device);
+
+}  // namespace copytask

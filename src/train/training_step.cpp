@@ -1,0 +1,41 @@
+// training_step_make: which kind of step trains a batch (train/training_step.h).
+#include "train/training_step.h"
+
+#include "model/fused_cpu.h"
+#include "train/autograd_step.h"
+#include "train/cuda_graph.h"
+#include "train/device_step.h"
+#include "train/fused_cpu_step.h"
+
+namespace copytask {
+
+std::string training_step_refusal(const TrainConfig& train, const c10::Device& device) {
+  if (train.step == "fused" && device.is_cuda())
+    return "train.step = \"fused\": the fused step runs on the CPU only, and train.device resolves to " +
+           device.str() + " here; set train.step=auto (the GPU's device step) or train.step=autograd, or "
+           "train.device=cpu";
+  return "";
+}
+
+std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train) {
+  if (train.step != "auto" && train.step != "fused" && train.step != "autograd")
+    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused or autograd");
+  const std::string refusal = training_step_refusal(train, model->device());
+  if (!refusal.empty()) throw ConfigError(refusal);
+  if (model->device().is_cuda()) {
+    // train.step = autograd on a GPU: the same device step, never captured.
+    const bool capture = train.step == "auto" && train.cuda_graph && cuda_graph_unavailable().empty();
+    return std::make_unique<DeviceStep>(model, data, train, capture);
+  }
+  if (train.step == "autograd") return std::make_unique<AutogradStep>(model, data, train);
+  const std::string unsupported = fused_cpu_unsupported(*model);
+  if (unsupported.empty()) return std::make_unique<FusedCpuStep>(model, data, train);
+  if (train.step == "fused")
+    throw ConfigError("train.step = \"fused\": the fused CPU step cannot run this model (" + unsupported +
+                      "); set train.step=auto to train it on the autograd step");
+  // auto: never silently slower; a CPU batch off the fused step says why.
+  return std::make_unique<AutogradStep>(model, data, train, kCpuChunkExamples,
+                                        model->device().is_cpu() ? unsupported : "");
+}
+
+}  // namespace copytask
