@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/positional.h"
+
 #include "config/config.h"
 #include "config/config_fields.h"
 
@@ -121,8 +123,14 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
   expect_rejected({"model.positional=rope", "model.embed=20", "model.heads=4"},
                   {"model.positional", "even head dimension", "5"});
   expect_rejected({"model.positional=sinusoidal", "model.embed=21", "model.heads=1"}, {"even model.embed"});
-  expect_rejected({"model.positional=xpos"},
-                  {"model.positional", "none, sinusoidal, learned, rope, alibi, t5, dynamic, kerple, fire"});
+  std::string every_scheme;
+  for (const auto& name : positional_names()) every_scheme += (every_scheme.empty() ? "" : ", ") + name;
+  expect_rejected({"model.positional=nope"}, {"model.positional", every_scheme});
+  expect_rejected({"model.positional=xpos"}, {"model.positional", "causal"});
+  expect_rejected({"model.positional=rope", "model.dape=true"}, {"model.dape", "score bias"});
+  expect_rejected({"eval.rope_rescaling=[\"pi\",\"ntk\",\"pi\"]"}, {"eval.rope_rescaling", "distinct"});
+  expect_rejected({"eval.rope_rescaling=[1]"}, {"eval.rope_rescaling[0]", "string"});
+  expect_rejected({"eval.rope_factor=0.5"}, {"eval.rope_factor", "1..10000"});
   expect_rejected({"task.min_len=5", "task.max_len=4"}, {"task.max_len = 4", "at least task.min_len (5)"});
   expect_rejected({"task.vocab_size=4", "task.max_len=2", "task.examples=100"},
                   {"task.examples = 100", "only 6 distinct inputs"});

@@ -104,7 +104,8 @@ TEST(PositionalAnalysis, AlibiBiasPerHeadAndNoneHasNothing) {
     for (int64_t k = 0; k < 2 * T - 1; ++k)
       EXPECT_NEAR(by_distance["heads"][h][k].get<double>(), -slopes[h] * std::abs(k - (T - 1)), 1e-6);
   const auto none = positional_member_json(*scheme_of("none", T, 8, H), 5, T, {});
-  EXPECT_EQ(none, nlohmann::json({{"seed", 5}}));
+  EXPECT_EQ(none, nlohmann::json({{"seed", 5}, {"hooks", nlohmann::json::array()}}));
+  EXPECT_EQ(entry["hooks"], nlohmann::json::array({"score_bias"}));
 }
 
 // A bias that depends on the side: the two-sided curve has a slope of its own on each side,

@@ -138,7 +138,7 @@ std::vector<ConfigField> make_fields() {
       option("model.random_positions", &PositionalOptions::random_positions,
              "randomized positions (Ruoss et al. 2023): 0 = off, else L; each example's positions are a sorted random "
              "subset of 0..L-1 instead of 0..T-1, in training and in evaluation. L must cover `task.context` and the "
-             "longest evaluated context; any scheme but `none`"),
+             "longest evaluated context; any scheme that reads positions (not `none`, `cope`, `fox`)"),
       option("model.xpos_scale_base", &PositionalOptions::xpos_scale_base,
              "xpos: gamma in the scale zeta^((i - j) / gamma) on q_i . k_j (512 in the paper: next to no decay over "
              "tens of positions; smaller values decay faster)",
@@ -206,6 +206,7 @@ std::vector<ConfigField> make_fields() {
             Range{"must be a list of distinct pi, ntk, yarn", [](const json& v) {
                     std::vector<std::string> seen;
                     for (const auto& item : v) {
+                      if (!item.is_string()) return false;
                       const std::string name = item.get<std::string>();
                       if ((name != "pi" && name != "ntk" && name != "yarn") ||
                           std::find(seen.begin(), seen.end(), name) != seen.end())

@@ -94,9 +94,10 @@ json checked_leaf(const std::string& key, const json& expected, const json& valu
   }
   if (expected.is_array()) {
     if (!value.is_array()) throw wrong("a list, e.g. [0, 1, 2]");
-    // The lists whose default is empty (model.alibi_slopes, model.alibi_right_slopes) are
-    // lists of numbers.
-    if (expected.empty()) return checked_leaf(key, json::array({0.5}), value);
+    // The lists whose default is empty are lists of numbers (model.alibi_slopes,
+    // model.alibi_right_slopes), but eval.rope_rescaling, a list of names.
+    if (expected.empty())
+      return checked_leaf(key, json::array({key == "eval.rope_rescaling" ? json("pi") : json(0.5)}), value);
     json out = json::array();
     for (size_t i = 0; i < value.size(); ++i)
       out.push_back(checked_leaf(key + "[" + std::to_string(i) + "]", expected[0], value[i]));

@@ -80,7 +80,8 @@ class PositionalScheme : public torch::nn::Module {
 
   // The table of one of its hooks for positions 0 .. positions-1, differentiable in the
   // parameters, float32, of the hook's shape (model/hooks/hook.h). A one-hook scheme
-  // overrides table(positions).
+  // overrides table(positions); a scheme of several hooks overrides both, table(positions)
+  // giving its first hook's.
   virtual torch::Tensor table(const Hook& hook, int64_t positions) { return table(positions); }
   virtual torch::Tensor table(int64_t positions) { return {}; }
 

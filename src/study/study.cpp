@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "model/positional.h"
 #include "report/files.h"
 #include "study/collect.h"
 #include "study/member_files.h"
@@ -21,9 +22,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Schemes that may share a batch: equal configs once the per-member keys are removed.
+// Schemes that may share a batch: equal configs once the per-member keys are removed, and
+// the same training steps that can run their schemes (model/positional.h, StepSupport), so
+// that a member never trains on a slower step because of a neighbour that needs it (and its
+// numbers never depend on its neighbours).
 std::string batch_key(const Config& config) {
   nlohmann::json j = config_to_json(config);
+  j["steps"] = positional_steps(config.model.positional, config.model.positional_options);
   j["model"].erase("positional");
   j["model"].erase("causal");
   for (const auto& key : positional_option_keys()) j["model"].erase(key);

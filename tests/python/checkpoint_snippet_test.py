@@ -47,6 +47,15 @@ try:
         {"name": "dynamic", "model.positional": "dynamic", "model.dynamic_log_distance": True},
         {"name": "kerple", "model.positional": "kerple"},
         {"name": "fire+causal", "model.positional": "fire", "model.causal": True},
+        {"name": "xpos+causal", "model.positional": "xpos", "model.causal": True, "model.xpos_scale_base": 8},
+        {"name": "cope", "model.positional": "cope"},
+        {"name": "cope+causal", "model.positional": "cope", "model.causal": True, "model.cope_positions": 4},
+        {"name": "fox", "model.positional": "fox"},
+        {"name": "fox+causal", "model.positional": "fox", "model.causal": True},
+        {"name": "kerple+dape", "model.positional": "kerple", "model.dape": True, "model.dape_hidden": 8},
+        {"name": "rope+length_scale", "model.positional": "rope", "model.length_scale": True},
+        {"name": "t5+dape+length_scale+causal", "model.positional": "t5", "model.dape": True, "model.length_scale": True,
+         "model.causal": True},
     ]
     command = [args.copytask, "compare", "task.examples=400", "model.embed=8", "model.hidden=16", "train.steps=60",
                "train.batch_size=32", "train.eval_every=30", "train.lr=0.01", "train.seeds=[0]", "train.device=cpu",
@@ -71,10 +80,10 @@ try:
         print("%-15s output %s, attention maxdiff %.2g" % (scheme["name"], probe["output"], worst))
     # A scheme copytask_forward.py does not know is refused, not run as another.
     try:
-        scope["forward"](scope["params"], dict(scope["model"], positional="xpos"), scope["tokens"])
+        scope["forward"](scope["params"], dict(scope["model"], positional="nope"), scope["tokens"])
         raise AssertionError("copytask_forward ran an unknown scheme")
     except ValueError as error:
-        assert "xpos" in str(error), error
+        assert "nope" in str(error), error
     print("the docs/output-files.md snippet reproduces copytask's outputs and attention (maxdiff %.2g), torch %s" % (worst, torch.__version__))
 finally:
     shutil.rmtree(study, ignore_errors=True)

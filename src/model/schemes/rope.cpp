@@ -67,6 +67,7 @@ class Rope : public PositionalScheme {
     if (rescaling_.method == "yarn") return {&rotation_hook(), &qk_scale_hook()};
     return {&rotation_hook()};
   }
+  torch::Tensor table(int64_t positions) override { return table(rotation_hook(), positions); }  // the angles
   torch::Tensor table(const Hook& hook, int64_t positions) override {
     if (&hook == &qk_scale_hook()) return yarn_log_scale(positions, shape_.head_dim(), rescaling_.factor);
     return rope_angles(positions, shape_.head_dim(), base_, pairs_, rescaling_);

@@ -23,6 +23,7 @@ class XPos : public PositionalScheme {
       : PositionalScheme(shape), base_(options.rope_base), gamma_(options.xpos_scale_base),
         pairs_(rope_rotated_pairs(options.rope_fraction, shape.head_dim())) {}
   std::vector<const Hook*> hooks() const override { return {&rotation_hook(), &qk_scale_hook()}; }
+  torch::Tensor table(int64_t positions) override { return table(rotation_hook(), positions); }  // the angles
   torch::Tensor table(const Hook& hook, int64_t positions) override {
     if (&hook == &rotation_hook()) return rope_angles(positions, shape_.head_dim(), base_, pairs_, rescaling_);
     auto options = torch::TensorOptions().dtype(torch::kFloat64);
