@@ -37,6 +37,7 @@ struct MemberScores {
   StudyMember member;
   SplitScores train, test;
   std::vector<LengthScores> lengths;  // empty unless eval.max_len > 0
+  nlohmann::json rescaled;            // RoPE's rescalings (eval.rope_rescaling), or null
 };
 
 }  // namespace
@@ -105,10 +106,13 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
     Encoder model = saved_batch_load(setup.study, batch, setup.device);
     const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
     const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
-    for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}});
+    for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}, {}});
   }
-  const LengthData lengths =
+  LengthData lengths =
       length_data_upload(length_sets_generate(setup.config.task, setup.config.eval, task.train), setup.device);
+  lengths.rope_rescaling = setup.config.eval.rope_rescaling;
+  lengths.rope_factor = setup.config.eval.rope_factor;
+  lengths.trained_context = setup.study.base.task.context;
   if (!lengths.empty()) {
     spdlog::info("length generalization: lengths {}..{}, up to {} examples each, contexts {}..{}",
                  lengths.lengths.front(), lengths.lengths.back(), setup.config.eval.per_length,
@@ -117,6 +121,8 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
     for (auto& s : scores) {
       Encoder model = saved_batch_load(setup.study, {s.member}, setup.device);
       s.lengths = evaluate_lengths(model, lengths).front();
+      s.rescaled = rescaled_member_json(evaluate_rope_rescalings(model, lengths), 0, setup.study.base.task.max_len,
+                                        setup.study.base.task.context);
     }
   }
   return scores;
@@ -153,6 +159,7 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
     RunRecord record = run_record_of(s.member.seed, s.train, s.test);
     if (!s.lengths.empty())
       record.length_generalization = length_generalization_json(s.lengths, study.base.task.max_len, study.base.task.context);
+    record.length_generalization_rescaled = s.rescaled;
     by_scheme[s.member.arm->name].push_back(record);
     nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.arm->name}, {"seed", s.member.seed},
                             {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
@@ -160,6 +167,7 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
                             {"test_exact_by_length", by_length_json(s.test.exact_by_length)}};
     if (same_data) entry["identical_to_training"] = check == "identical";
     if (!s.lengths.empty()) entry["length_generalization"] = record.length_generalization;
+    if (!s.rescaled.is_null()) entry["length_generalization_rescaled"] = s.rescaled;
     out["members"].push_back(entry);
   }
   nlohmann::json summary = {{"schemes", nlohmann::json::object()}};

@@ -110,6 +110,9 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
           "must be 0 (off) or task.max_len (" + std::to_string(task.max_len) + ") .. " +
               std::to_string(kEvalMaxLenLimit) + ": the longest content length "
           "evaluated, at least the longest trained");
+  require(e.rope_rescaling.empty() || e.max_len > 0, "eval.rope_rescaling", "[...]",
+          "evaluates beyond the trained lengths: set eval.max_len too (e.g. eval.max_len=" +
+              std::to_string(2 * task.max_len) + ")");
   // A learned table cannot place positions it has no row for: refused now, not after training.
   const int64_t rows = learned_rows(m.positional_options, task.context);
   if (m.positional == "learned")

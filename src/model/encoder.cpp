@@ -222,8 +222,12 @@ std::vector<torch::Tensor> EncoderImpl::content_terms(const torch::Tensor& token
   const bool was_training = is_training();
   eval();
   std::vector<torch::Tensor> terms;
-  const int64_t T = tokens.size(2);
-  forward(tokens, positional_tables(T), nullptr, nullptr, &terms);
+  const int64_t N = tokens.size(1), T = tokens.size(2);
+  // At the evaluation positions under randomized positions, as evaluation reads the tables.
+  const torch::Tensor positions = evaluation_positions(0, N, T);
+  const PositionalTables tables =
+      positions.defined() ? tables_at(positional_tables(table_positions(T)), positions) : positional_tables(T);
+  forward(tokens, tables, nullptr, nullptr, &terms);
   if (was_training) train();
   return terms;
 }

@@ -123,8 +123,9 @@ class EncoderImpl : public torch::nn::Module {
   void rope_rescaling_set(const RopeRescaling& rescaling);
   // Whether member m rotates q and k (the rescalings apply to it).
   bool rotates(int64_t member);
-  // Each block's content terms of inputs (M, N, T) without dropout: (M, N, H, T, T) per block,
-  // zeros for members without a content term; empty when no member has one.
+  // Each block's content terms of inputs (M, N, T) without dropout (at the evaluation
+  // positions under randomized positions): (M, N, H, T, T) per block, zeros for members
+  // without a content term; empty when no member has one.
   std::vector<torch::Tensor> content_terms(const torch::Tensor& tokens);
 
   // Draws this step's dropout masks for a batch of `batch` examples (each member from its

@@ -1,9 +1,10 @@
 // The positional-encoding section of the report, from positional.json: for each scheme's
-// first seed, what its kind records. Additive tables (sinusoidal, learned): dot-product and
+// first seed, what its hooks record. Additive tables (sinusoidal, learned): dot-product and
 // cosine similarity between positions and a 2-D PCA (for learned, also its path over
-// training); RoPE: the relative kernel; score biases (ALiBi, T5, dynamic, KERPLE, FIRE): each
-// head's bias, as a map and against the signed distance, and the values the scheme
-// reports (slopes, ...). What is drawn follows the
+// training); rotation (RoPE, xpos): the relative kernel; the q/k scale (xpos): its factor
+// against the distance; score biases (ALiBi, T5, dynamic, KERPLE, FIRE): each head's bias,
+// as a map and against the signed distance, and the values the scheme reports (slopes,
+// ...); content terms (CoPE, FoX, DAPE): the term on the first probe per block and head. What is drawn follows the
 // keys present, not the scheme's name, so a new scheme that records the same kind of data
 // is drawn without changes here.
 #include <algorithm>
@@ -188,7 +189,8 @@ std::string kernel_block(const json& kernel, const std::string& colour, const st
 // The values a scheme reports beside its table (ALiBi's slopes, KERPLE's r1 and r2,
 // FIRE's c and threshold, ...): every list of numbers in the run but the tables.
 std::vector<std::pair<std::string, std::vector<double>>> reported_values(const json& run) {
-  static const std::vector<std::string> tables = {"seed", "vectors", "path", "relative_kernel", "bias", "bias_by_distance"};
+  static const std::vector<std::string> tables = {"seed",   "vectors",  "path",          "relative_kernel", "bias",
+                                                  "bias_by_distance", "hooks", "content_score", "qk_scale"};
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (const auto& item : run.items())
     if (std::find(tables.begin(), tables.end(), item.key()) == tables.end() && item.value().is_array())
@@ -291,6 +293,77 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
   if (!tables.empty()) out += details("Tables: bias per head", tables);
   return out;
 }
+// The q/k scale (xpos): the factor on q_i . k_j against i - j, averaged over the pairs.
+std::string qk_scale_block(const json& scale, const std::string& colour, bool causal, const std::string& id) {
+  const std::vector<double> distance = numbers(member(scale, "distance"));
+  const std::vector<double> factor = numbers(member(scale, "scale"));
+  charts::Series series;
+  series.name = "scale";
+  series.colour = colour;
+  series.markers = true;
+  std::vector<std::vector<Cell>> rows;
+  for (size_t k = 0; k < distance.size() && k < factor.size(); ++k) {
+    if (causal && distance[k] < 0) continue;  // keys the causal mask hides
+    series.x.push_back(distance[k]);
+    series.y.push_back(factor[k]);
+    series.tips.push_back("i - j = " + html::compact(distance[k]) + ": scale " + html::fixed(factor[k], 4));
+    rows.push_back({number_cell(distance[k], 0), number_cell(factor[k], 4)});
+  }
+  charts::Axes axes;
+  axes.x_label = "signed distance d = i - j (query minus key)";
+  axes.y_label = "scale of q.k";
+  const std::string chart =
+      charts::line_chart({series}, {"qk-scale", id + "-qk-scale", "The scale of q.k by distance"}, axes, 760, 300);
+  return figure(chart, "The factor the q/k scale puts on q_i . k_j at each distance, averaged over the rotated pairs "
+                       "(xpos: zeta^((i - j) / gamma), a decay towards keys further left).") +
+         details("Table: scale by distance", table({"d = i - j", "scale"}, rows, "qk-scale"));
+}
+
+// A content term (cope, fox, dape) on the study's first probe: per block and head, the
+// term the scheme added to the attention logits.
+std::string content_block(const json& blocks, bool causal, const std::string& id) {
+  std::vector<std::vector<charts::Heatmap>> grid;
+  std::string tables;
+  double bound = 1e-9;
+  for (size_t l = 0; l < blocks.size(); ++l) {
+    grid.emplace_back();
+    for (size_t h = 0; h < blocks[l].size(); ++h) {
+      charts::Heatmap map;
+      map.heading = "block " + std::to_string(l + 1) + ", head " + std::to_string(h + 1);
+      map.values = matrix(&blocks[l][h]);
+      for (const auto& row : map.values)
+        for (const double v : row)
+          if (std::isfinite(v)) bound = std::max(bound, std::abs(v));
+      map.row_labels = map.col_labels = position_labels(map.values.size());
+      map.row_title = "query position i";
+      map.col_title = "key position j";
+      if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
+      tables += html::text_element("p", " class=\"table-title\"", map.heading) + matrix_table(map.values, 3, "i \\ j");
+      grid.back().push_back(std::move(map));
+    }
+  }
+  if (grid.empty()) return "";
+  const charts::ColourScale scale{charts::ColourScale::Kind::diverging, -bound, bound, "content term"};
+  return figure(charts::heatmap_grid(grid, scale, {"content-score", id + "-content", "Content term on the first probe"},
+                                     cell_size(grid[0][0].values.size()), "masked (causal)"),
+                "The term the scheme computed from the content and added to each block's attention logits, on the "
+                "study's first probe (report.probes): it depends on the tokens, unlike a position-only bias.") +
+         details("Tables: content term per block and head", tables);
+}
+
+// The values a scheme reports when no bias table shows them (CoPE's embedding norms, FoX's
+// gate biases, the length scale's s): one row per value list.
+std::string values_block(const json& run) {
+  const auto values = reported_values(run);
+  if (values.empty()) return "";
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& [key, list] : values) {
+    std::string text;
+    for (size_t i = 0; i < list.size(); ++i) text += (i ? ", " : "") + html::fixed(list[i], 4);
+    rows.push_back({text_cell(key), text_cell(text)});
+  }
+  return table({"value", "per block (and head or row), in order"}, rows, "reported-values");
+}
 }  // namespace
 
 std::string section_positional(const StudyView& view) {
@@ -323,7 +396,12 @@ std::string section_positional(const StudyView& view) {
     std::string body;
     if (const json* vectors = member(run, "vectors")) body += vectors_block(*vectors, member(run, "path"), id);
     if (const json* kernel = member(run, "relative_kernel")) body += kernel_block(*kernel, view.colour(name), id);
-    if (member(run, "bias") || member(run, "slopes")) body += bias_block(run, kind, causal, id);
+    if (const json* scale = member(run, "qk_scale")) body += qk_scale_block(*scale, view.colour(name), causal, id);
+    const bool bias = member(run, "bias") || member(run, "slopes");
+    if (bias) body += bias_block(run, kind, causal, id);
+    if (const json* content = member(run, "content_score"); content && content->is_array())
+      body += content_block(*content, causal, id);
+    if (!bias) body += values_block(run);
     if (body.empty())
       body = note(kind == "none" ? "No positional encoding: the model sees the tokens as an unordered set, "
                                    "nothing to draw."

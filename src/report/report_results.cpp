@@ -389,6 +389,68 @@ std::string section_by_length(const StudyView& view) {
 
 // ---- Length generalization ------------------------------------------------------------------
 
+namespace {
+// RoPE's rescalings at evaluation (eval.rope_rescaling): for each scheme that has them, its
+// plain line and one per method, a chart and rows "<scheme> (<method>)" under the plain row.
+std::string rescalings_block(const StudyView& view, const ByLength& plain, const std::vector<std::string>& header,
+                             const charts::Axes& axes) {
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"pi", "#d62728"}, {"ntk", "#2ca02c"}, {"yarn", "#9467bd"}};  // a colour per method
+  std::map<std::string, ByLength> by_method;
+  for (const auto& [method, colour] : methods) {
+    ByLength data = collect_by_length(
+        view,
+        [&, method = method](const json& run) -> const json* {
+          const json* rescaled = member(run, "length_generalization_rescaled");
+          const json* one = rescaled ? member(*rescaled, method) : nullptr;
+          return one ? member(*one, "by_length") : nullptr;
+        },
+        [](const json& entry) { return number_at(entry, "exact"); });
+    if (!data.values.empty()) by_method[method] = std::move(data);
+  }
+  if (by_method.empty()) return "";
+  std::vector<charts::Series> series;
+  std::vector<std::vector<Cell>> rows;
+  for (const auto& name : view.schemes()) {
+    bool any = false;
+    for (const auto& [method, data] : by_method) any = any || data.values.count(name);
+    if (!any || !plain.values.count(name)) continue;
+    auto add = [&](const ByLength& data, const std::string& label, const std::string& colour) {
+      charts::Series s;
+      s.name = label;
+      s.colour = colour;
+      s.markers = true;
+      std::vector<Cell> row = {text_cell(label)};
+      const auto& values = data.values.at(name);
+      for (const int length : plain.lengths) {
+        const auto found = values.find(length);
+        const Spread spread = found == values.end() ? Spread{} : spread_of(found->second);
+        row.push_back(number_cell(spread.mean, 3));
+        if (spread.n == 0) continue;
+        s.x.push_back(length);
+        s.y.push_back(spread.mean);
+        s.tips.push_back(label + ", " + std::to_string(length) + " content token(s): mean exact " +
+                         html::fixed(spread.mean, 4) + " over " + std::to_string(spread.n) + " seed(s)");
+      }
+      series.push_back(std::move(s));
+      rows.push_back(std::move(row));
+    };
+    add(plain, name, view.colour(name));
+    for (const auto& [method, colour] : methods)
+      if (by_method.count(method) && by_method[method].values.count(name))
+        add(by_method[method], name + " (" + method + ")", colour);
+  }
+  if (series.empty()) return "";
+  const std::string chart = charts::line_chart(
+      series, {"rope-rescalings", "chart-rope-rescalings", "RoPE's rescalings at evaluation"}, axes, 1040, 300);
+  return figure(chart,
+                "The schemes that rotate q and k, evaluated again with RoPE's rescalings (eval.rope_rescaling): "
+                "pi (position interpolation), ntk (NTK-aware base), yarn (YaRN), each with eval.rope_factor (0: the "
+                "evaluated context over the trained one, per length). Mean over seeds.") +
+         table(header, rows, "rope-rescalings");
+}
+}  // namespace
+
 std::string section_length_generalization(const StudyView& view) {
   if (view.inputs().results.is_null()) return "";
   double train_max_len = NAN;
@@ -419,7 +481,8 @@ std::string section_length_generalization(const StudyView& view) {
                         "(right of the dashed rule) too; each length in a context of max(T, 2k + 1). Line: mean over "
                         "seeds; band: the lowest to the highest seed.") +
                      table(header, lines.rows, "length-generalization") +
-                     note("* = a trained length. A learned table is drawn only as far as its rows reach."));
+                     note("* = a trained length. A learned table is drawn only as far as its rows reach.") +
+                     rescalings_block(view, data, header, axes));
 }
 
 }  // namespace copytask::report

@@ -29,6 +29,13 @@ nlohmann::json length_generalization_json(const std::vector<LengthScores>& score
   return {{"train_max_len", train_max_len}, {"positions_trained", positions_trained}, {"by_length", by_length}};
 }
 
+nlohmann::json rescaled_length_json(const std::vector<LengthScores>& scores, double factor, int64_t train_max_len,
+                                    int64_t positions_trained) {
+  nlohmann::json out = length_generalization_json(scores, train_max_len, positions_trained);
+  out["factor"] = factor;
+  return out;
+}
+
 nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& s : scores)
@@ -49,6 +56,7 @@ nlohmann::json run_record_json(const RunRecord& r) {
           {"batch_members", r.batch_members},
           {"test_exact_by_length", by_length_json(r.test_exact_by_length)}};
   if (!r.length_generalization.is_null()) out["length_generalization"] = r.length_generalization;
+  if (!r.length_generalization_rescaled.is_null()) out["length_generalization_rescaled"] = r.length_generalization_rescaled;
   return out;
 }
 
@@ -84,8 +92,31 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
     r.test_exact_by_length[k] = item.value().get<double>();
   }
   if (j.contains("length_generalization")) r.length_generalization = j.at("length_generalization");
+  if (j.contains("length_generalization_rescaled")) r.length_generalization_rescaled = j.at("length_generalization_rescaled");
   return r;
 }
+
+namespace {
+// Per-length summaries over the runs' length_generalization_json entries.
+nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& entries) {
+  std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
+  for (const nlohmann::json* entry : entries)
+    for (const auto& item : entry->at("by_length").items()) {
+      if (item.value().at("exact").is_null()) continue;
+      auto& [exact, token] = by_length[std::stoll(item.key())];
+      exact.push_back(item.value().at("exact").get<double>());
+      token.push_back(item.value().at("token").get<double>());
+    }
+  nlohmann::json lengths = nlohmann::json::object();
+  for (const auto& [k, values] : by_length)
+    lengths[std::to_string(k)] = {{"exact", summary_json(summarize(values.first))},
+                                  {"token", summary_json(summarize(values.second))}};
+  const nlohmann::json& first = *entries.front();
+  return {{"train_max_len", first.at("train_max_len")},
+          {"positions_trained", first.value("positions_trained", nlohmann::json())},
+          {"by_length", lengths}};
+}
+}  // namespace
 
 nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   nlohmann::json out;
@@ -105,27 +136,20 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   out["train_token"] = summary_json(summarize(train_token));
   out["final_loss"] = summary_json(summarize(final_loss, 0.0, std::numeric_limits<double>::infinity()));
 
-  // Length generalization, aggregated like test_exact over the runs evaluated at each length.
-  std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
-  nlohmann::json train_max_len, positions_trained;
+  // Length generalization, aggregated like test_exact over the runs evaluated at each length,
+  // plain and under each of RoPE's rescalings.
+  std::vector<const nlohmann::json*> plain;
+  std::map<std::string, std::vector<const nlohmann::json*>> rescaled;
   for (const auto& run : runs) {
-    if (run.length_generalization.is_null()) continue;
-    train_max_len = run.length_generalization.at("train_max_len");
-    positions_trained = run.length_generalization.value("positions_trained", nlohmann::json());
-    for (const auto& item : run.length_generalization.at("by_length").items()) {
-      if (item.value().at("exact").is_null()) continue;
-      auto& [exact, token] = by_length[std::stoll(item.key())];
-      exact.push_back(item.value().at("exact").get<double>());
-      token.push_back(item.value().at("token").get<double>());
-    }
+    if (!run.length_generalization.is_null()) plain.push_back(&run.length_generalization);
+    if (run.length_generalization_rescaled.is_object())
+      for (const auto& item : run.length_generalization_rescaled.items())
+        if (item.value().contains("by_length")) rescaled[item.key()].push_back(&item.value());
   }
-  if (!train_max_len.is_null()) {
-    nlohmann::json lengths = nlohmann::json::object();
-    for (const auto& [k, values] : by_length)
-      lengths[std::to_string(k)] = {{"exact", summary_json(summarize(values.first))},
-                                    {"token", summary_json(summarize(values.second))}};
-    out["length_generalization"] = {
-        {"train_max_len", train_max_len}, {"positions_trained", positions_trained}, {"by_length", lengths}};
+  if (!plain.empty()) out["length_generalization"] = lengths_summary_json(plain);
+  for (const auto& [method, entries] : rescaled) {
+    out["length_generalization_rescaled"][method] = lengths_summary_json(entries);
+    out["length_generalization_rescaled"][method]["factor"] = entries.front()->at("factor");
   }
   return out;
 }
@@ -164,7 +188,7 @@ std::string length_table_format(const nlohmann::json& results, const std::vector
     if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
     const auto& scheme = results["schemes"][name];
     if (!scheme.contains("length_generalization")) continue;
-    width = std::max(width, name.size());
+    width = std::max(width, name.size() + (scheme.contains("length_generalization_rescaled") ? 7 : 0));
     train_max_len = scheme["length_generalization"]["train_max_len"].get<int64_t>();
     for (const auto& item : scheme["length_generalization"]["by_length"].items()) {
       const int64_t k = std::stoll(item.key());
@@ -189,13 +213,9 @@ std::string length_table_format(const nlohmann::json& results, const std::vector
     out += cell;
   }
   out += "\n";
-  for (const auto& name : order) {
-    if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
-    const auto& scheme = results["schemes"][name];
-    if (!scheme.contains("length_generalization")) continue;
-    std::snprintf(cell, sizeof cell, "%-*s", static_cast<int>(width), name.c_str());
+  auto row = [&](const std::string& label, const nlohmann::json& by_length) {
+    std::snprintf(cell, sizeof cell, "%-*s", static_cast<int>(width), label.c_str());
     out += cell;
-    const auto& by_length = scheme["length_generalization"]["by_length"];
     for (int64_t k : lengths) {
       const std::string key = std::to_string(k);
       if (by_length.contains(key)) std::snprintf(cell, sizeof cell, " %5.2f", by_length[key]["exact"]["mean"].get<double>());
@@ -203,6 +223,15 @@ std::string length_table_format(const nlohmann::json& results, const std::vector
       out += cell;
     }
     out += "\n";
+  };
+  for (const auto& name : order) {
+    if (!results.contains("schemes") || !results["schemes"].contains(name)) continue;
+    const auto& scheme = results["schemes"][name];
+    if (!scheme.contains("length_generalization")) continue;
+    row(name, scheme["length_generalization"]["by_length"]);
+    if (scheme.contains("length_generalization_rescaled"))
+      for (const auto& item : scheme["length_generalization_rescaled"].items())
+        row(name + " (" + item.key() + ")", item.value()["by_length"]);
   }
   // A trained length whose copy did not fit the training context was only ever seen cut.
   const int64_t whole = (positions_trained - 1) / 2;

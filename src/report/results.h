@@ -23,12 +23,20 @@ struct RunRecord {
   // {"train_max_len", "positions_trained", "by_length": {"<k>": {"n", "context", "trained",
   // "exact", "token"[, "skipped"]}}} from length_generalization_json; null when not evaluated.
   nlohmann::json length_generalization;
+  // RoPE's rescalings (eval.rope_rescaling), for a member that rotates q and k:
+  // {"<method>": length_generalization_json's entry with "factor" (0 = per length), or
+  // {"skipped": why}}; null when none was evaluated.
+  nlohmann::json length_generalization_rescaled;
 };
 
 
 // One member's per-length scores: by_length keyed by k; exact and token null where skipped.
 nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,
                                           int64_t positions_trained);
+// One member's lengths under one of RoPE's rescalings: length_generalization_json's entry and
+// "factor" (0 = per length: the evaluated context over the trained one).
+nlohmann::json rescaled_length_json(const std::vector<LengthScores>& scores, double factor, int64_t train_max_len,
+                                    int64_t positions_trained);
 // The per-length numbers metrics.jsonl records at every evaluation: {"<k>": {"exact", "token"}}.
 nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores);
 
@@ -46,7 +54,8 @@ RunRecord run_record_from_json(const nlohmann::json& json);
 // {"runs": [...], "test_exact": summary, "test_token": ..., "train_exact": ..., "train_token": ...,
 //  "final_loss": summary (not clipped)}, and where the runs were evaluated beyond their
 // lengths "length_generalization": {"train_max_len": N, "by_length": {"<k>": {"exact":
-// summary, "token": summary}}} over the runs that could be evaluated at k.
+// summary, "token": summary}}} over the runs that could be evaluated at k; and the same per
+// rescaling, "length_generalization_rescaled": {"<method>": {"factor", ...}}.
 nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs);
 
 // One row of the comparison table printed at the end of a study.
@@ -61,7 +70,8 @@ std::string table_format(const std::vector<TableRow>& rows);
 
 // Length generalization as a table, one row per scheme, one column per content length: the
 // mean over seeds of exact match over the copy ("-" where no run could be evaluated; a
-// trained length is marked *). "" when no scheme of results has length_generalization.
+// trained length is marked *), and a row "<scheme> (<method>)" under it per RoPE rescaling
+// evaluated. "" when no scheme of results has length_generalization.
 std::string length_table_format(const nlohmann::json& results, const std::vector<std::string>& order);
 
 }  // namespace copytask

@@ -107,6 +107,9 @@ void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, con
   run.batch_members = static_cast<int64_t>(model->members().size());
   if (!outcome.final.lengths.empty())
     run.length_generalization = length_generalization_json(outcome.final.lengths[m], config.task.max_len, config.task.context);
+  if (!outcome.final.rescaled.empty())
+    run.length_generalization_rescaled =
+        rescaled_member_json(outcome.final.rescaled, m, config.task.max_len, config.task.context);
   nlohmann::json result = run_record_json(run);
   result["training_step"] = outcome.training_step;
   result["scheme"] = arm.name;  // the file contract calls an arm a scheme
@@ -130,6 +133,9 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
                task.context, task.vocab_size);
   // Length generalization: the same examples per length for every member.
   inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), device);
+  inputs.data.lengths.rope_rescaling = base.eval.rope_rescaling;
+  inputs.data.lengths.rope_factor = base.eval.rope_factor;
+  inputs.data.lengths.trained_context = base.task.context;
   const LengthData& lengths = inputs.data.lengths;
   if (!lengths.empty())
     spdlog::info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
@@ -208,11 +214,21 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
                                           ? predict_tokens(model, inputs.probe_tensor, &probe_attention).cpu()  // (M, P, T)
                                           : torch::zeros({M, 0, inputs.context}, torch::kLong);
   for (auto& layer : probe_attention) layer = layer.cpu();
-  for (int64_t m = 0; m < M; ++m)
+  // The content terms on the first probe, for positional.json (members with a content hook).
+  std::vector<torch::Tensor> probe_terms;
+  if (inputs.probe_count > 0)
+    for (auto& block : model->content_terms(inputs.probe_tensor.narrow(0, 0, 1).unsqueeze(0).expand({M, 1, inputs.context})))
+      probe_terms.push_back(block.cpu());  // (M, 1, H, T, T)
+  for (int64_t m = 0; m < M; ++m) {
+    std::vector<torch::Tensor> member_terms;
+    if (model->scheme(m).owner_of(content_hook()))
+      for (const auto& block : probe_terms) member_terms.push_back(block[m][0]);  // (H, T, T)
     member_outputs_write(dirs[m], model, m, batch[m], outcome,
                          member_attention_json(probe_attention, probe_outputs, m, inputs.probe_inputs),
-                         positional_member_json(model->scheme(m), specs[m].seed, config.task.context, learned_path.of(m)),
+                         positional_member_json(model->scheme(m), specs[m].seed, config.task.context, learned_path.of(m),
+                                                member_terms),
                          options);
+  }
   return record;
 }
 

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "model/fused_cpu.h"
+#include "report/results.h"
 
 namespace copytask {
 
@@ -118,6 +119,65 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
   }
   if (was_training) model->train();
   return scores;
+}
+
+LengthData LengthData::only(size_t i) const {
+  LengthData one;
+  one.lengths = {lengths[i]};
+  one.contexts = {contexts[i]};
+  one.trained = {trained[i]};
+  one.inputs = {inputs[i]};
+  one.targets = {targets[i]};
+  one.trained_context = trained_context;
+  return one;
+}
+
+namespace {
+const char* const kDoesNotRotate = "does not rotate q and k";
+}  // namespace
+
+std::vector<RescaledLengths> evaluate_rope_rescalings(Encoder& model, const LengthData& data, int64_t chunk) {
+  const int64_t M = model->member_count();
+  std::vector<RescaledLengths> out;
+  for (const auto& method : data.rope_rescaling) {
+    RescaledLengths result;
+    result.method = method;
+    result.factor = data.rope_factor;
+    result.lengths.resize(static_cast<size_t>(M));
+    result.skipped.resize(static_cast<size_t>(M));
+    bool any = false;
+    for (int64_t m = 0; m < M; ++m) {
+      const RopeRescaling probe{method, 2.0, data.trained_context};
+      if (!model->rotates(m)) result.skipped[m] = kDoesNotRotate;
+      else result.skipped[m] = model->scheme(m).rescaling_problem(probe);
+      any = any || result.skipped[m].empty();
+    }
+    if (any)
+      for (size_t i = 0; i < data.lengths.size(); ++i) {
+        // The factor: given, or per length the evaluated context over the trained one.
+        const double factor = data.rope_factor > 0 ? data.rope_factor
+                                                   : std::max(1.0, static_cast<double>(data.contexts[i]) /
+                                                                       static_cast<double>(data.trained_context));
+        model->rope_rescaling_set({method, factor, data.trained_context});
+        const auto scores = evaluate_lengths(model, data.only(i), chunk);  // [member][1]
+        for (int64_t m = 0; m < M; ++m)
+          if (result.skipped[m].empty()) result.lengths[m].push_back(scores[m].front());
+      }
+    model->rope_rescaling_set({});
+    out.push_back(std::move(result));
+  }
+  return out;
+}
+
+nlohmann::json rescaled_member_json(const std::vector<RescaledLengths>& rescaled, int64_t m, int64_t train_max_len,
+                                    int64_t positions_trained) {
+  nlohmann::json out;
+  for (const auto& r : rescaled) {
+    if (r.skipped[m] == kDoesNotRotate) continue;
+    out[r.method] = r.skipped[m].empty() ? rescaled_length_json(r.lengths[m], r.factor, train_max_len, positions_trained)
+                                         : nlohmann::json{{"skipped", r.skipped[m]}};
+  }
+  return out;
 }
 
 torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size) {

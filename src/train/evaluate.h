@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 #include "model/encoder.h"
@@ -31,7 +32,14 @@ struct LengthData {
   std::vector<int64_t> lengths, contexts;
   std::vector<bool> trained;  // a length the training split holds
   std::vector<torch::Tensor> inputs, targets;
+  // RoPE's rescalings evaluated beside the plain numbers at the end (eval.rope_rescaling,
+  // eval.rope_factor; 0 = per length), and the context the members trained at.
+  std::vector<std::string> rope_rescaling;
+  double rope_factor = 0;
+  int64_t trained_context = 0;
   bool empty() const { return lengths.empty(); }
+  // The sets of length index i alone.
+  LengthData only(size_t i) const;
 };
 LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device);
 
@@ -43,6 +51,23 @@ LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::D
 // context exceeds the model's position_limit() is skipped for every member (evaluate a
 // learned member alone to get its own limit).
 std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk = 512);
+
+// One rescaling's evaluation at every length: its method and factor (0 = per length), each
+// member's scores [member][length] where it rotates q and k and takes the rescaling, and
+// otherwise why not ("" where evaluated).
+struct RescaledLengths {
+  std::string method;
+  double factor = 0;
+  std::vector<std::vector<LengthScores>> lengths;  // [member][length]; empty for a member skipped
+  std::vector<std::string> skipped;                // per member
+};
+// Every rescaling of data.rope_rescaling at every length of data, in eval mode; the model's
+// tables are plain again afterwards.
+std::vector<RescaledLengths> evaluate_rope_rescalings(Encoder& model, const LengthData& data, int64_t chunk = 512);
+// Member m's entry of result.json's "length_generalization_rescaled" (report/results.h):
+// {"<method>": its lengths, or {"skipped": why}}; null for a member that does not rotate q and k.
+nlohmann::json rescaled_member_json(const std::vector<RescaledLengths>& rescaled, int64_t member, int64_t train_max_len,
+                                    int64_t positions_trained);
 
 // Content length k of each input (the position of <copy>): (N, T) -> (N) int64.
 torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size);

@@ -34,6 +34,7 @@ TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainCon
       evaluation.train = evaluate_split(model, data.train_inputs, data.train_targets);
       evaluation.test = evaluate_split(model, data.test_inputs, data.test_targets);
       if (!data.lengths.empty()) evaluation.lengths = evaluate_lengths(model, data.lengths);
+      if (!data.lengths.empty() && step == train.steps) evaluation.rescaled = evaluate_rope_rescalings(model, data.lengths);
       evaluation_seconds += seconds_since(evaluation_start);
       evaluation.seconds = seconds_since(loop_start) - evaluation_seconds;
       if (on_evaluation) on_evaluation(evaluation);

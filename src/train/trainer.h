@@ -23,6 +23,8 @@ struct Evaluation {
   double seconds = 0;  // training time so far, evaluations excluded
   std::vector<SplitScores> train, test;  // one per member
   std::vector<std::vector<LengthScores>> lengths;  // [member][length]; empty without length sets
+  // RoPE's rescalings at every length (eval.rope_rescaling): at the last evaluation only.
+  std::vector<RescaledLengths> rescaled;
 };
 
 struct TrainOutcome {
