@@ -12,7 +12,7 @@ member axis of size 1.
     logits, attention = forward(params, model, torch.tensor([[7, 1, 8, 2, 10, 0, 0, 0, 0, 0]]))
     print(logits.argmax(-1))   # tensor([[7, 1, 8, 2, 10, 7, 1, 8, 2, 0]])
 
-The model (DESIGN.md sections 1 and 2): token embedding (+ sinusoidal or learned
+The model (docs/design.md sections 1 and 2): token embedding (+ sinusoidal or learned
 positions), pre-LN blocks of attention and a ReLU feed-forward, a final LayerNorm and the
 head. Weights are stored (in, out): y = x @ W + b. Shapes: B batch, T positions, D embed,
 H heads, Dh = D / H, L blocks. Attention of block l, with a = LN1(x):

@@ -7,7 +7,7 @@
 #   STEPS=50 scripts/bench.sh   # more timed steps
 #   BEFORE=/tmp/old/copytask scripts/bench.sh
 #                               # also times another copytask binary (e.g. the previous
-#                               # commit's build) on cases 1-3, alternating with this one,
+#                               # commit's build) on cases 1-3, 5 and 6, alternating with this one,
 #                               # and prints this build's speed relative to it
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,8 +69,29 @@ python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')"
 tail -n 9 "$out/quick-study.log"
 
 echo "== case 5: the relative biases on the fused step: configs/relative-biases-quick.json (ALiBi variants, t5, dynamic, kerple, fire; batch 128)"
-build/copytask bench --compare --config configs/relative-biases-quick.json --warmup 3 --steps "$steps" \
-  --json "$out/copytask_relative.json"
+copytask_case relative --compare --config configs/relative-biases-quick.json --warmup 3 --steps "$steps"
+
+# Each scheme on its own, the quick recipe's 3 seeds at batch 128: the nine schemes that were
+# there before the hooks (beside BEFORE when given), then the schemes and options that read
+# the content or scale attention (this build only).
+old_schemes=(none sinusoidal learned rope alibi t5 dynamic kerple fire)
+new_schemes=("xpos model.causal=true" cope "cope model.causal=true" fox "fox model.causal=true"
+             "alibi model.dape=true" "t5 model.dape=true" "rope model.length_scale=true"
+             "alibi model.causal=true model.length_scale=true")
+# A step of 3 members takes milliseconds: 5 times the steps, so each timing lasts long enough.
+echo "== case 6: each scheme alone, quick recipe (3 seeds, batch 128)"
+for scheme in "${old_schemes[@]}"; do
+  copytask_case "scheme_$scheme" --config configs/quick.json model.positional=$scheme --warmup 10 --steps $((5 * steps)) \
+    > "$out/scheme_$scheme.log"
+done
+for i in "${!new_schemes[@]}"; do
+  set -- ${new_schemes[$i]}
+  name=$1
+  shift
+  build/copytask bench --config configs/quick.json model.positional=$name "$@" --warmup 10 --steps $((5 * steps)) \
+    --json "$out/copytask_new_$i.json" > "$out/new_$i.log"
+  echo "${new_schemes[$i]}" > "$out/new_$i.name"
+done
 
 "$python" - "$out" <<'PY'
 import json, os, sys
@@ -91,9 +112,23 @@ for label, key in rows:
 relative = load("copytask_relative.json")
 print(f"{'relative biases, batch 128, ' + str(relative['members']):34} {relative['member_steps_per_second']:10.2f} m-s/s "
       f"{'(no baseline)':>16} {'':>7}   {relative['peak_rss_mib']:9.0f} MiB {'':>12}   step: {relative['training_step']}")
+old_schemes = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire"]
+print()
+print(f"{'scheme alone, quick recipe, 3 seeds':34} {'this build':>16}   step")
+for name in old_schemes:
+    c = load(f"copytask_scheme_{name}.json")
+    print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {c['training_step']}")
+i = 0
+while os.path.exists(os.path.join(out, f"copytask_new_{i}.json")):
+    c = load(f"copytask_new_{i}.json")
+    with open(os.path.join(out, f"new_{i}.name")) as f:
+        name = f.read().strip()
+    print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {c['training_step']}")
+    i += 1
 if os.path.exists(os.path.join(out, "before_quick.json")):
     print()
     print(f"{'case':34} {'this build':>16} {'BEFORE':>16} {'ratio':>7}   target")
+    rows += [("relative biases, batch 128", "relative")] + [(name + " alone", "scheme_" + name) for name in old_schemes]
     for label, key in rows:
         c, b = load(f"copytask_{key}.json"), load(f"before_{key}.json")
         ratio = c["member_steps_per_second"] / b["member_steps_per_second"]

@@ -1,5 +1,5 @@
 // A member in a batch of members trains like a lone run of the same seed and scheme
-// (DESIGN.md section 3): same loss curve over 20 steps, with dropout and minibatches on.
+// (docs/design.md section 3): same loss curve over 20 steps, with dropout and minibatches on.
 #include <gtest/gtest.h>
 
 #include "task/copy_task.h"

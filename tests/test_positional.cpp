@@ -1,4 +1,4 @@
-// Each positional scheme's table against its closed form (DESIGN.md section 2), written
+// Each positional scheme's table against its closed form (docs/design.md section 2), written
 // out here independently of the scheme files: sinusoidal, RoPE (base, partial rotary, and
 // q.k depending only on m - n), ALiBi (the paper's slopes, symmetric, offset, two-sided,
 // learned), T5's buckets, the dynamic bias MLP, KERPLE and FIRE.

@@ -197,7 +197,7 @@ ReportInputs fixture() {
   in.attention["probes"] = json::array({"1 2"});
   in.attention["inputs"] = json::parse("[[1, 2, 5, 0]]");
 
-  // positional.json as DESIGN.md section 5 describes it, by hand.
+  // positional.json as docs/design.md section 5 describes it, by hand.
   json bias = json::array();
   for (int i = 0; i < 4; ++i) {
     json row = json::array();

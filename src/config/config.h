@@ -1,6 +1,6 @@
 #pragma once
 // The resolved configuration: one plain struct per area, defaults = the reference
-// protocol (DESIGN.md section 1). Resolution order: defaults < --config file < key=value
+// protocol (docs/design.md section 1). Resolution order: defaults < --config file < key=value
 // overrides, then validation. Every problem is a ConfigError naming the key.
 #include <cstdint>
 #include <optional>
@@ -22,7 +22,7 @@ class ConfigError : public std::runtime_error {
 };
 
 
-// The options of the positional schemes (DESIGN.md section 2), model.<key> in a config.
+// The options of the positional schemes (docs/design.md section 2), model.<key> in a config.
 // Each applies to its own scheme (the prefix names it; bias_mlp_hidden to dynamic and
 // fire) and is ignored by the others. They are per member: schemes that differ only in
 // these options still train in one batch.

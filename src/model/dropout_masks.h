@@ -1,5 +1,5 @@
 #pragma once
-// One step's dropout masks of every member (DESIGN.md section 3). Shapes: M members, S the
+// One step's dropout masks of every member (docs/design.md section 3). Shapes: M members, S the
 // mask elements of one step (every site of every block for the whole batch).
 #include <cstdint>
 #include <utility>

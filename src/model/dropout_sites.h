@@ -1,5 +1,5 @@
 #pragma once
-// The dropout sites of the encoder, defined once (DESIGN.md section 3): per block, in the
+// The dropout sites of the encoder, defined once (docs/design.md section 3): per block, in the
 // order the forward pass meets them,
 //   attention weights   (H, T, T)   after the softmax
 //   attention output    (T, D)      after the attention projection, before the residual

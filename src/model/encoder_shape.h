@@ -1,5 +1,5 @@
 #pragma once
-// The shape every member of a batch shares (DESIGN.md section 3).
+// The shape every member of a batch shares (docs/design.md section 3).
 // V vocab, T positions (the context), D embed, H heads, L blocks, F FF hidden.
 #include <cstdint>
 

@@ -118,6 +118,15 @@ unsigned positional_steps(const std::string& name, const PositionalOptions& opti
   return steps;
 }
 
+double positional_activation_floats(const ModelConfig& model, double T) {
+  double floats = 0;
+  const SchemeEntry* entry = positional_entry(model.positional);
+  if (entry && entry->activation_floats) floats += entry->activation_floats(model, T);
+  for (const auto& option : positional_option_registry())
+    if (option.enabled(model.positional_options) && option.activation_floats) floats += option.activation_floats(model, T);
+  return floats;
+}
+
 torch::Tensor rotate_pairs(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   auto sizes = x.sizes().vec();
   auto pairs_shape = sizes;

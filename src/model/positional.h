@@ -145,6 +145,9 @@ struct SchemeEntry {
   std::function<std::string(const ModelConfig&)> incompatibility;
   std::function<std::shared_ptr<PositionalScheme>(const PositionalOptions&, const PositionalShape&)> make;
   unsigned steps = kEveryStep;
+  // Floats per example its term keeps for autograd's backward beyond the plain model's (a
+  // content term's (B, H, T, T) intermediates), for the memory estimate; null: none.
+  std::function<double(const ModelConfig&, double T)> activation_floats;
 };
 
 // One option that attaches to a scheme (model.dape, model.length_scale): its config key
@@ -157,6 +160,7 @@ struct OptionEntry {
   std::function<std::string(const ModelConfig&)> incompatibility;
   std::function<std::shared_ptr<PositionalScheme>(const PositionalOptions&, const PositionalShape&)> make;
   unsigned steps = kEveryStep;
+  std::function<double(const ModelConfig&, double T)> activation_floats;  // as SchemeEntry's
 };
 
 // Every scheme, in the order the command line lists them, and every option
@@ -179,6 +183,9 @@ std::shared_ptr<PositionalScheme> positional_scheme_make(const std::string& name
                                                          const PositionalShape& shape);
 // The steps that can run a member of this scheme and these options (StepSupport bits).
 unsigned positional_steps(const std::string& name, const PositionalOptions& options);
+// Floats per example of T positions the scheme and its options keep for autograd beyond the
+// plain model's (SchemeEntry::activation_floats), for the memory estimate.
+double positional_activation_floats(const ModelConfig& model, double T);
 
 // ALiBi's slopes by the paper's rule: the geometric sequence 2^(-8/H), 2^(-16/H), ..., and
 // for H not a power of two the slopes of the next lower power of two, then every other

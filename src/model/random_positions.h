@@ -1,5 +1,5 @@
 #pragma once
-// Randomized positions (Ruoss et al. 2023; DESIGN.md section 2): an example's T positions
+// Randomized positions (Ruoss et al. 2023; docs/design.md section 2): an example's T positions
 // are a sorted random subset of 0..L-1 instead of 0..T-1, so a model trained on short
 // inputs has already seen every position a longer one uses. A pure function of a key, like
 // the dropout stream: the same positions on every device and for any thread count.

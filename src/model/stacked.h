@@ -1,6 +1,6 @@
 #pragma once
 // Member-stacked layers: every parameter has a leading member axis M, and one call runs
-// M independent layers (batched matmuls over M). DESIGN.md section 3.
+// M independent layers (batched matmuls over M). docs/design.md section 3.
 //
 // Shapes: M members, N rows per member (B*T flattened), I in, O out, D features.
 #include <torch/nn/module.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The HTML report of a study (DESIGN.md section 5, `copytask report`): one self-contained
+// The HTML report of a study (docs/design.md section 5, `copytask report`): one self-contained
 // page, inline SVG only (no scripts, no network, no external CSS or fonts), with the
 // accuracy per scheme and seed, the training curves, exact-match by content length, the
 // attention maps of the probes, the positional encodings, and the config and run metadata.

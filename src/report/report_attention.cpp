@@ -17,7 +17,7 @@ std::vector<int64_t> tokens_of(const json* row) {
   return out;
 }
 
-// The copy-task target of an input (DESIGN.md section 1): the input up to <copy>, then the
+// The copy-task target of an input (docs/design.md section 1): the input up to <copy>, then the
 // content again, cut at the context end, then padding. Empty when there is no <copy>.
 std::vector<int64_t> target_of(const std::vector<int64_t>& input, int64_t copy_token) {
   size_t copy_at = input.size();

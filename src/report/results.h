@@ -1,5 +1,5 @@
 #pragma once
-// results.json (DESIGN.md section 5): per scheme, per seed and aggregated over seeds.
+// results.json (docs/design.md section 5): per scheme, per seed and aggregated over seeds.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #pragma once
 // A study: schemes (x grid points) x seeds trained on one shared copy task, written to one
-// folder (DESIGN.md section 5). Each trained member has its own folder,
+// folder (docs/design.md section 5). Each trained member has its own folder,
 //   members/<scheme>/seed-<s>/  result.json  metrics.jsonl  attention.json  positional.json  model.pt
 // written by whichever process trained it (result.json last: a member is complete when it
 // exists). The study's own files (results.json, attention.json, positional.json,

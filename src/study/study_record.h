@@ -1,5 +1,5 @@
 #pragma once
-// The run record of one study run (DESIGN.md section 5): run.json, or
+// The run record of one study run (docs/design.md section 5): run.json, or
 // shards/<i>-of-<n>.json for a shard. This class is its one owner: it writes the record
 // when the run starts, after every batch, and when the run ends, whichever way it ends
 // (ok, failed with the error, interrupted).

@@ -1,5 +1,5 @@
 #pragma once
-// The copy task (DESIGN.md section 1). Pure C++ (no tensors): the trainer uploads it.
+// The copy task (docs/design.md section 1). Pure C++ (no tensors): the trainer uploads it.
 //
 //   input : c1 .. ck <copy> _ _ _        (k content tokens, then <copy>, padded to T)
 //   target: c1 .. ck <copy> c1 .. ck _   (the content repeated after <copy>, cut at T)

@@ -1,5 +1,5 @@
 #pragma once
-// The length-generalization sets (DESIGN.md section 1): for every content length k from
+// The length-generalization sets (docs/design.md section 1): for every content length k from
 // task.min_len to eval.max_len, examples of exactly that length in a context long enough
 // for the whole copy, T_k = max(task.context, 2k + 1). So a trained length keeps the
 // training context (its inputs look like the test split's), and a longer one is copied

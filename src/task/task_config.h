@@ -18,7 +18,7 @@ struct TaskConfig {
   int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
 };
 
-// Length generalization (DESIGN.md section 1): after training, and at every evaluation,
+// Length generalization (docs/design.md section 1): after training, and at every evaluation,
 // each member is also evaluated at every content length min_len..max_len, on examples
 // drawn per length from its own seed, each length in a context long enough for the whole
 // copy. Off when max_len is 0.

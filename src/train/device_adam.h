@@ -2,7 +2,7 @@
 // Adam whose whole state lives on the parameters' device: the moments, and also the step
 // count and the learning rate, as 0-dim float64 tensors. torch::optim::Adam keeps its step
 // count on the host and turns the bias corrections into host scalars; inside a CUDA graph
-// those would be frozen at their captured values (DESIGN.md section 7). Here every step's
+// those would be frozen at their captured values (docs/design.md section 7). Here every step's
 // bias corrections are computed on the device from the device's step count, so a captured
 // step replays as a real Adam step, and a loop of steps never waits for the host.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The training step with everything on the device (DESIGN.md sections 3 and 7), for a GPU:
+// The training step with everything on the device (docs/design.md sections 3 and 7), for a GPU:
 // the autograd path's forward, loss and backward, Adam with its step count on the device
 // (train/device_adam.h), dropout masks from a step count on the device
 // (EncoderImpl::dropout_masks_at), and each step's batch read from tensors that stay at

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/positional.h"
 #include "task/copy_task.h"
 
 namespace copytask {
@@ -45,7 +46,8 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
   // batch goes in chunks of 256: counted whole, on the high side).
   const bool fused = device.is_cpu() && c.train.step != "autograd";
   if (!fused) {
-    const double per_example = L * (20 * T * D + 5 * H * T * T + 5 * T * F) + 5 * T * V;
+    const double per_example =
+        L * (20 * T * D + 5 * H * T * T + 5 * T * F) + 5 * T * V + positional_activation_floats(c.model, T);
     const double dropout = L * (H * T * T + 2 * T * D + T * F);
     training += 4 * M * B * (per_example + dropout);
     // On a GPU built without copytask's kernel the masks come from integer tensor

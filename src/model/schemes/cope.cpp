@@ -217,6 +217,12 @@ SchemeEntry cope_scheme() {
           [](const ModelConfig&) { return std::string(); },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<Cope>(options, shape);
+          },
+          kEveryStep,
+          // the gates, counts, floor, ceil, weights and both gathers (B, H, T, T), the dots (B, H, T, n) x 2
+          [](const ModelConfig& model, double T) {
+            const double n = model.positional_options.cope_positions > 0 ? model.positional_options.cope_positions : T;
+            return static_cast<double>(model.blocks * model.heads) * T * (10 * T + 2 * n);
           }};
 }
 

@@ -190,6 +190,12 @@ OptionEntry dape_option() {
           },
           [](const PositionalOptions& options, const PositionalShape& shape) {
             return std::make_shared<Dape>(options, shape);
+          },
+          kEveryStep,
+          // the MLP's input (B, T, T, 2H), its hidden layer before and after the activation (B, T, T, W) and output
+          [](const ModelConfig& model, double T) {
+            return static_cast<double>(model.blocks) * T * T *
+                   static_cast<double>(3 * model.heads + 2 * model.positional_options.dape_hidden);
           }};
 }
 

@@ -190,7 +190,10 @@ class Fox : public PositionalScheme, public ContentScore {
 SchemeEntry fox_scheme() {
   return {"fox", "forgetting gates: scores decay by ln sigmoid gates of the tokens in between (data-dependent ALiBi)",
           [](const ModelConfig&) { return std::string(); },
-          [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<Fox>(shape); }};
+          [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<Fox>(shape); },
+          kEveryStep,
+          // the left and right differences and their selection (B, H, T, T)
+          [](const ModelConfig& model, double T) { return 4.0 * static_cast<double>(model.blocks * model.heads) * T * T; }};
 }
 
 }  // namespace copytask

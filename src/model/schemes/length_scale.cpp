@@ -36,7 +36,10 @@ OptionEntry length_scale_option() {
   return {"length_scale", "scalable softmax: each block's logits times s log(keys seen), s learned per block and head",
           [](const PositionalOptions& options) { return options.length_scale; },
           [](const ModelConfig&) { return std::string(); },
-          [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<LengthScale>(shape); }};
+          [](const PositionalOptions&, const PositionalShape& shape) { return std::make_shared<LengthScale>(shape); },
+          kEveryStep,
+          // the scaled logits (B, H, T, T)
+          [](const ModelConfig& model, double T) { return static_cast<double>(model.blocks * model.heads) * T * T; }};
 }
 
 }  // namespace copytask
