@@ -185,10 +185,16 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
   for (fs::path p = target; !p.empty() && !fs::exists(p) && p != p.parent_path(); p = p.parent_path()) first_missing = p;
   std::string problem;
   std::error_code error;
-  fs::create_directories(target, error);
-  if (error) {
-    problem = error.message();
-  } else {
+  // A shard starting beside us may remove the empty folder it made (below) between our
+  // creating it and our writing there: a probe that fails because the folder vanished
+  // is tried again, not reported.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    problem.clear();
+    fs::create_directories(target, error);
+    if (error) {
+      problem = error.message();
+      break;
+    }
     const fs::path probe = target / (".copytask-probe-" + std::to_string(::getpid()));
     try {
       file_write_atomic(probe.string(), "probe");
@@ -196,6 +202,7 @@ void study_check_out_dir(const std::string& out_dir, const nlohmann::json& manif
       problem = write_error.what();
     }
     fs::remove(probe, error);
+    if (problem.empty() || fs::exists(target)) break;
   }
   // Only the empty folders this made: a shard starting beside us may already write there.
   if (!first_missing.empty())
@@ -220,8 +227,10 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& scheme
   const fs::path out(options.out_dir);
   fs::create_directories(out / "members");
   // Every shard writes the same content; the rename makes concurrent writes harmless.
-  json_write_atomic((out / "config.json").string(), config_to_json(base));
+  // study.json first: a shard starting beside us that finds config.json without it would
+  // take the folder for a finished run that is not a study (study_check_out_dir).
   json_write_atomic((out / "study.json").string(), study_manifest(options.command, base, schemes));
+  json_write_atomic((out / "config.json").string(), config_to_json(base));
 
   StudyRecord record(out, options);
   const std::vector<StudyMember> mine = shard_members(study_members(schemes), options.shard);
