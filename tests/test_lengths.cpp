@@ -92,7 +92,7 @@ TEST(LengthEvaluation, EqualsADirectEvaluationOfTheSameExamples) {
   const TaskConfig task = reference_task();
   const CopyTask data = copy_task_generate(task);
   const auto sets = length_sets_generate(task, eval_to(12, 30), data.train);
-  const LengthData uploaded = length_data_upload(sets, torch::kCPU);
+  const LengthData uploaded = length_data_upload(sets, task, torch::kCPU);
   std::vector<MemberSpec> members = {{"sinusoidal", 0, "sinusoidal"}, {"rope", 1, "rope", true}, {"t5", 2, "t5"},
                                      {"fire", 3, "fire", true}};
   Encoder model(test::small_shape(), members, torch::kCPU);
@@ -179,7 +179,7 @@ TEST(LengthEvaluation, ALearnedTableReachesAsFarAsItsRowsAndTheRowsBeyondTrainin
 
   const TaskConfig task = reference_task();
   const CopyTask data = copy_task_generate(task);
-  const LengthData lengths = length_data_upload(length_sets_generate(task, eval_to(12, 20), data.train), torch::kCPU);
+  const LengthData lengths = length_data_upload(length_sets_generate(task, eval_to(12, 20), data.train), task, torch::kCPU);
   const auto far = evaluate_lengths(wide, lengths).front();
   const auto near = evaluate_lengths(narrow, lengths).front();
   for (size_t i = 0; i < far.size(); ++i) {

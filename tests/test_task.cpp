@@ -105,9 +105,11 @@ TEST(Task, EveryPossibleInputCanBeDrawn) {
 
 TEST(Task, ProbesParse) {
   TaskConfig config;
-  EXPECT_EQ(probe_tokens("7 1 8 2", config), (std::vector<int64_t>{7, 1, 8, 2}));
-  EXPECT_THROW(probe_tokens("", config), std::invalid_argument);
-  EXPECT_THROW(probe_tokens("0 1", config), std::invalid_argument);
+  EXPECT_EQ(probe_example("7 1 8 2", config).content, (std::vector<int64_t>{7, 1, 8, 2}));
+  EXPECT_TRUE(probe_example("7 1 8 2", config).noise_at.empty());
+  EXPECT_THROW(probe_example("", config), std::invalid_argument);
+  EXPECT_THROW(probe_example("0 1", config), std::invalid_argument);
+  EXPECT_THROW(probe_example("7 ~ 1", config), std::invalid_argument) << "~ is selective's noise only";
   EXPECT_EQ(tokens_to_text(copy_input({7, 1}, 11, 5), 11), "7 1 <copy> _ _");
 }
 

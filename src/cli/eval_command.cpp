@@ -60,6 +60,7 @@ namespace {
 struct EvalSetup {
   SavedStudy study;
   Config config;
+  nlohmann::json overrides;  // the dotted eval overrides, applied to each member's own config
   std::vector<StudyMember> members;  // point into study.schemes
   c10::Device device{c10::kCPU};
 };
@@ -82,6 +83,7 @@ EvalSetup eval_setup(const EvalCommandOptions& options) {
       throw ConfigError("eval cannot change '" + item.key() + "': the models keep the study's config; allowed: " + allowed);
     }
   setup.config = config_with_overrides(setup.study.base, dotted, "eval");
+  setup.overrides = dotted;
   // Saved models keep their learned rows: lengths beyond them are reported, not refused.
   config_validate(setup.config, /*learned_rows_must_fit_eval=*/false);
   setup.device = device_resolve(setup.config.train.device);
@@ -93,37 +95,52 @@ EvalSetup eval_setup(const EvalCommandOptions& options) {
   return setup;
 }
 
-// Every member on both splits (batch by batch), then on the length sets one at a time.
+// Every member on both splits (batch by batch), then on the length sets one at a time, on
+// the data of its own task (the kind and noise may differ between schemes), made once per task.
 std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::string& run_dir, bool same_data,
                                            int threads) {
+  struct TaskData {
+    TrainData data;
+    LengthData lengths;
+  };
+  std::map<std::string, TaskData> by_task;
+  auto task_data = [&](const StudyMember& member) -> const TaskData& {
+    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
+    const std::string key = config_to_json(config)["task"].dump();
+    if (by_task.count(key)) return by_task.at(key);
+    const CopyTask task = copy_task_generate(config.task);
+    TaskData made{train_data_upload(task, setup.device),
+                  length_data_upload(length_sets_generate(config.task, config.eval, task.train), config.task, setup.device)};
+    made.lengths.rope_rescaling = config.eval.rope_rescaling;
+    made.lengths.rope_factor = config.eval.rope_factor;
+    made.lengths.trained_context = member.arm->config.task.context;
+    spdlog::info("eval: task {}, {} data ({} train / {} test){}", config.task.kind, same_data ? "the study's" : "other",
+                 task.train.count, task.test.count,
+                 made.lengths.empty() ? std::string()
+                                      : fmt::format(", lengths {}..{}, up to {} examples each, contexts {}..{}",
+                                                    made.lengths.lengths.front(), made.lengths.lengths.back(),
+                                                    config.eval.per_length, made.lengths.contexts.front(),
+                                                    made.lengths.contexts.back()));
+    return by_task.emplace(key, std::move(made)).first->second;
+  };
   std::vector<MemberScores> scores;
-  const CopyTask task = copy_task_generate(setup.config.task);
-  const TrainData data = train_data_upload(task, setup.device);
-  spdlog::info("eval: {} member(s) of {}, {} data ({} train / {} test), device {}, {} thread(s)", setup.members.size(),
-               run_dir, same_data ? "the study's" : "other", task.train.count, task.test.count, setup.device.str(),
+  spdlog::info("eval: {} member(s) of {}, device {}, {} thread(s)", setup.members.size(), run_dir, setup.device.str(),
                threads);
   for (const auto& batch : study_batches(setup.members)) {
+    const TrainData& data = task_data(batch.front()).data;  // a batch shares its task (the batch key holds it)
     Encoder model = saved_batch_load(setup.study, batch, setup.device);
-    const auto train = evaluate_split(model, data.train_inputs, data.train_targets);
-    const auto test = evaluate_split(model, data.test_inputs, data.test_targets);
+    const auto train = evaluate_split(model, data.train_inputs, data.train_targets, data.noise_token);
+    const auto test = evaluate_split(model, data.test_inputs, data.test_targets, data.noise_token);
     for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}, {}});
   }
-  LengthData lengths =
-      length_data_upload(length_sets_generate(setup.config.task, setup.config.eval, task.train), setup.device);
-  lengths.rope_rescaling = setup.config.eval.rope_rescaling;
-  lengths.rope_factor = setup.config.eval.rope_factor;
-  lengths.trained_context = setup.study.base.task.context;
-  if (!lengths.empty()) {
-    spdlog::info("length generalization: lengths {}..{}, up to {} examples each, contexts {}..{}",
-                 lengths.lengths.front(), lengths.lengths.back(), setup.config.eval.per_length,
-                 lengths.contexts.front(), lengths.contexts.back());
-    // One member at a time: each reaches as far as its own table (a learned member's rows).
-    for (auto& s : scores) {
-      Encoder model = saved_batch_load(setup.study, {s.member}, setup.device);
-      s.lengths = evaluate_lengths(model, lengths).front();
-      s.rescaled = rescaled_member_json(evaluate_rope_rescalings(model, lengths), 0, setup.study.base.task.max_len,
-                                        setup.study.base.task.context);
-    }
+  // One member at a time: each reaches as far as its own table (a learned member's rows).
+  for (auto& s : scores) {
+    const LengthData& lengths = task_data(s.member).lengths;
+    if (lengths.empty()) continue;
+    Encoder model = saved_batch_load(setup.study, {s.member}, setup.device);
+    s.lengths = evaluate_lengths(model, lengths).front();
+    s.rescaled = rescaled_member_json(evaluate_rope_rescalings(model, lengths), 0, s.member.arm->config.task.max_len,
+                                      s.member.arm->config.task.context);
   }
   return scores;
 }

@@ -64,7 +64,7 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
 }
 
 // The table: one entry per key, in the docs' order. Long (about 170 lines) because there
-// are 52 keys, each with its meaning and range; there is no logic here to split.
+// are 54 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -84,6 +84,15 @@ std::vector<ConfigField> make_fields() {
       field("task.seed", &Config::task, &TaskConfig::seed, S::study,
             "the data's seed: the same data for every scheme and seed of a study",
             ints(0, kNoLimit, "must be >= 0")),
+      field("task.kind", &Config::task, &TaskConfig::kind, S::scheme,
+            "what the output does with the content: `copy` it, `reverse` it, or `selective`: copy the content "
+            "tokens from among noise tokens (token V-2, so content is 1..V-3). May differ between schemes: each "
+            "kind gets its own data, drawn from `task.seed`",
+            choice({"copy", "reverse", "selective"}, "must be copy, reverse or selective")),
+      field("task.noise", &Config::task, &TaskConfig::noise, S::scheme,
+            "selective: the share of noise tokens before `<copy>`: round(k * noise / (1 - noise)) of them with k "
+            "content tokens, at random places",
+            reals([](double x) { return x >= 0 && x <= 0.9; }, "must be 0..0.9")),
       field("model.embed", &Config::model, &ModelConfig::embed, S::scheme, "D, the model width",
             ints(1, 4096, "must be 1..4096")),
       field("model.heads", &Config::model, &ModelConfig::heads, S::scheme, "H, attention heads (divides D)",

@@ -22,12 +22,25 @@ void require(bool ok, const std::string& key, const std::string& value, const st
 void validate_task(const TaskConfig& t) {
   require(t.max_len >= t.min_len, "task.max_len", std::to_string(t.max_len),
           "must be at least task.min_len (" + std::to_string(t.min_len) + ")");
-  require(t.min_len + 1 <= t.context, "task.context", std::to_string(t.context),
-          "too short for task.min_len = " + std::to_string(t.min_len) +
-              ": the content and <copy> must fit, so context must be at least " + std::to_string(t.min_len + 1));
-  require(t.max_len + 1 <= t.context, "task.max_len", std::to_string(t.max_len),
-          "content plus <copy> must fit in task.context = " + std::to_string(t.context) +
-              ", so max_len must be at most " + std::to_string(t.context - 1));
+  const bool selective = task_kind(t) == TaskKind::selective;
+  require(!selective || t.vocab_size >= 4, "task.vocab_size", std::to_string(t.vocab_size),
+          "must be at least 4 under task.kind = selective (padding, a content token, the noise token, <copy>)");
+  // The input before <copy> (content, and noise under selective) and <copy> must fit.
+  const std::string noise_words = selective ? " and noise" : "";
+  const int64_t shortest = prefix_length(t, t.min_len) + 1, longest = prefix_length(t, t.max_len) + 1;
+  require(shortest <= t.context, "task.context", std::to_string(t.context),
+          "too short for task.min_len = " + std::to_string(t.min_len) + ": the content" + noise_words +
+              " and <copy> must fit, so context must be at least " + std::to_string(shortest));
+  if (selective)
+    require(longest <= t.context, "task.context", std::to_string(t.context),
+            "too short for task.max_len = " + std::to_string(t.max_len) + " under task.kind = selective with "
+            "task.noise = " + str(t.noise) + ": " + std::to_string(t.max_len) + " content tokens, " +
+                std::to_string(noise_count(t, t.max_len)) + " noise tokens and <copy> need a context of at least " +
+                std::to_string(longest));
+  else
+    require(longest <= t.context, "task.max_len", std::to_string(t.max_len),
+            "content plus <copy> must fit in task.context = " + std::to_string(t.context) +
+                ", so max_len must be at most " + std::to_string(t.context - 1));
   const int64_t possible = copy_task_capacity(t);
   require(t.examples >= 2 && t.examples <= possible, "task.examples", std::to_string(t.examples),
           "must be 2.." + std::to_string(possible) + ": only " + std::to_string(possible) +
@@ -98,10 +111,10 @@ void validate_train(const TrainConfig& t, const TaskConfig& task) {
   }
 }
 
-// The longest context length generalization evaluates at: the whole copy of the longest
-// content (2k + 1 tokens), never shorter than the training context.
+// The longest context length generalization evaluates at: the whole example of the longest
+// content (2k + 1 tokens for copy and reverse), never shorter than the training context.
 int64_t longest_eval_context(const EvalConfig& e, const TaskConfig& task) {
-  return std::max(task.context, 2 * e.max_len + 1);
+  return std::max(task.context, whole_example_context(task, e.max_len));
 }
 
 void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfig& m, bool learned_rows_must_fit) {
@@ -144,7 +157,7 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
 void validate_report(const ReportConfig& r, const TaskConfig& task) {
   for (size_t i = 0; i < r.probes.size(); ++i) {
     try {
-      probe_tokens(r.probes[i], task);
+      probe_example(r.probes[i], task);
     } catch (const std::invalid_argument& error) {
       throw ConfigError("report.probes[" + std::to_string(i) + "] = \"" + r.probes[i] + "\": " + error.what());
     }

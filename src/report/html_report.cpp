@@ -129,6 +129,7 @@ std::string report_html(const ReportInputs& inputs) {
   body += guarded("training curves", [&] { return report::section_curves(view); });
   body += guarded("content length", [&] { return report::section_by_length(view); });
   body += guarded("length generalization", [&] { return report::section_length_generalization(view); });
+  body += guarded("why", [&] { return report::section_why(view); });
   body += guarded("attention", [&] { return report::section_attention(view); });
   body += guarded("positional", [&] { return report::section_positional(view); });
   body += guarded("metadata", [&] { return report::section_metadata(view); });

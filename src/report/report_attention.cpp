@@ -102,9 +102,11 @@ std::string section_attention(const StudyView& view) {
       "under each probe.");
   const charts::ColourScale scale{charts::ColourScale::Kind::sequential, 0, 1, "attention weight"};
   for (size_t p = 0; p < probes->size(); ++p) {
-    const std::vector<int64_t> input = inputs && inputs->is_array() && p < inputs->size() ? tokens_of(&(*inputs)[p])
-                                                                                          : std::vector<int64_t>{};
-    const std::vector<int64_t> expected = target_of(input, view.vocab_size() - 1);
+    const std::vector<int64_t> probe_input = inputs && inputs->is_array() && p < inputs->size() ? tokens_of(&(*inputs)[p])
+                                                                                                : std::vector<int64_t>{};
+    const std::vector<int64_t> probe_expected = target_of(probe_input, view.vocab_size() - 1);
+    const std::vector<int64_t>& input = probe_input;
+    const std::vector<int64_t>& expected = probe_expected;
     std::string probe_block =
         html::element("h3", "", "Probe " + std::to_string(p + 1) + ": " +
                                     html::text_element("code", "", display((*probes)[p]))) +
@@ -121,6 +123,18 @@ std::string section_attention(const StudyView& view) {
       const auto maps = first_member_maps(member((*per_probe)[p], "attention"));
       if (maps.empty()) continue;
       const std::vector<double> seeds = numbers(member(*entry, "seeds"));
+      // The scheme's own input and target where its task differs (attention.json's schemes[name]):
+      // selective adds noise, reverse reverses the target.
+      std::vector<int64_t> input = probe_input, expected = probe_expected;
+      const json* own_inputs = member(*entry, "inputs");
+      const json* own_targets = member(*entry, "targets");
+      if (own_inputs && own_inputs->is_array() && p < own_inputs->size()) input = tokens_of(&(*own_inputs)[p]);
+      if (own_targets && own_targets->is_array() && p < own_targets->size()) expected = tokens_of(&(*own_targets)[p]);
+      else if (own_inputs) expected = target_of(input, view.vocab_size() - 1);
+      const json* kind = member(*entry, "task");
+      const std::string task_text = kind && kind->is_string() && kind->get<std::string>() != "copy"
+                                        ? " \u00b7 task " + kind->get<std::string>() : "";
+      const bool own_probe = input != probe_input || expected != probe_expected;
       const json* outputs = member((*per_probe)[p], "output");
       const std::vector<int64_t> output =
           outputs && outputs->is_array() && !outputs->empty() ? tokens_of(&(*outputs)[0]) : std::vector<int64_t>{};
@@ -155,8 +169,9 @@ std::string section_attention(const StudyView& view) {
           html::element("span", " class=\"fig-title\"",
                         "<span class=\"swatch\" style=\"background:" + html::escape(view.colour(name)) + "\"></span>" +
                             html::escape(name)) +
-          html::escape(" \u00b7 " + seed_text + (causal ? " \u00b7 causal" : "")) + "<br>output " +
-          token_spans(view, output, expected);
+          html::escape(" \u00b7 " + seed_text + (causal ? " \u00b7 causal" : "") + task_text) +
+          (own_probe ? "<br>input " + token_spans(view, input, {}) + "<br>target " + token_spans(view, expected, {}) : "") +
+          "<br>output " + token_spans(view, output, expected);
       figures += figure(svg, caption, "attention-figure");
       tables += html::text_element("h4", "", name + " (" + seed_text + ")") + map_tables(view, maps, input);
     }

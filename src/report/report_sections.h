@@ -46,6 +46,7 @@ std::string section_accuracy(const StudyView& view);    // bars + dots + CI, tab
 std::string section_curves(const StudyView& view);      // test exact-match and train loss vs step
 std::string section_by_length(const StudyView& view);   // test exact-match by content length
 std::string section_length_generalization(const StudyView& view);  // exact match against length, beyond training
+std::string section_why(const StudyView& view);         // source attention, errors, entropy by length
 std::string section_attention(const StudyView& view);   // maps per probe and scheme
 std::string section_positional(const StudyView& view);  // similarity, PCA, kernels, biases
 std::string section_metadata(const StudyView& view);    // run.json, shards, config

@@ -16,6 +16,58 @@ nlohmann::json by_length_json(const std::vector<double>& by_length) {
   return out;
 }
 
+namespace {
+// The measurements of why (report/scores.h) into a per-length entry, where measured.
+void why_json(const LengthScores& s, nlohmann::json& entry) {
+  if (!s.token_by_output.empty()) entry["token_by_output"] = s.token_by_output;
+  if (!s.source_attention.empty()) entry["source_attention"] = s.source_attention;
+  if (!s.entropy.empty()) entry["entropy"] = s.entropy;
+  if (!s.errors.empty()) {
+    nlohmann::json errors = nlohmann::json::object();
+    for (const auto& [kind, share] : s.errors) errors[kind] = share;
+    entry["errors"] = errors;
+  }
+}
+
+// The element-wise mean of numbers, or of arrays or objects of the same shape (the
+// measurements of why, over seeds); null where the values do not match in shape.
+nlohmann::json mean_json(const std::vector<const nlohmann::json*>& values) {
+  const nlohmann::json& first = *values.front();
+  if (first.is_number()) {
+    double sum = 0;
+    for (const auto* v : values) {
+      if (!v->is_number()) return nullptr;
+      sum += v->get<double>();
+    }
+    return sum / static_cast<double>(values.size());
+  }
+  nlohmann::json out = first.is_array() ? nlohmann::json::array() : nlohmann::json::object();
+  if (first.is_array()) {
+    for (size_t i = 0; i < first.size(); ++i) {
+      std::vector<const nlohmann::json*> column;
+      for (const auto* v : values) {
+        if (!v->is_array() || v->size() != first.size()) return nullptr;
+        column.push_back(&(*v)[i]);
+      }
+      out.push_back(mean_json(column));
+    }
+    return out;
+  }
+  if (!first.is_object()) return nullptr;
+  for (const auto& item : first.items()) {
+    std::vector<const nlohmann::json*> column;
+    for (const auto* v : values) {
+      if (!v->is_object() || !v->contains(item.key())) return nullptr;
+      column.push_back(&v->at(item.key()));
+    }
+    out[item.key()] = mean_json(column);
+  }
+  return out;
+}
+
+const char* const kWhyKeys[] = {"token_by_output", "source_attention", "entropy", "errors"};
+}  // namespace
+
 nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,
                                           int64_t positions_trained) {
   nlohmann::json by_length = nlohmann::json::object();
@@ -24,6 +76,7 @@ nlohmann::json length_generalization_json(const std::vector<LengthScores>& score
     one["exact"] = s.skipped.empty() ? nlohmann::json(s.exact) : nlohmann::json(nullptr);
     one["token"] = s.skipped.empty() ? nlohmann::json(s.token) : nlohmann::json(nullptr);
     if (!s.skipped.empty()) one["skipped"] = s.skipped;
+    why_json(s, one);
     by_length[std::to_string(s.length)] = one;
   }
   return {{"train_max_len", train_max_len}, {"positions_trained", positions_trained}, {"by_length", by_length}};
@@ -39,7 +92,11 @@ nlohmann::json rescaled_length_json(const std::vector<LengthScores>& scores, dou
 nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& s : scores)
-    if (s.skipped.empty()) out[std::to_string(s.length)] = {{"exact", s.exact}, {"token", s.token}};
+    if (s.skipped.empty()) {
+      out[std::to_string(s.length)] = {{"exact", s.exact}, {"token", s.token}};
+      if (!s.source_attention.empty()) out[std::to_string(s.length)]["source_attention"] = s.source_attention;
+      if (!s.entropy.empty()) out[std::to_string(s.length)]["entropy"] = s.entropy;
+    }
   return out;
 }
 
@@ -100,17 +157,26 @@ namespace {
 // Per-length summaries over the runs' length_generalization_json entries.
 nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& entries) {
   std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
+  std::map<int64_t, std::map<std::string, std::vector<const nlohmann::json*>>> why;   // k -> key -> per run
   for (const nlohmann::json* entry : entries)
     for (const auto& item : entry->at("by_length").items()) {
       if (item.value().at("exact").is_null()) continue;
-      auto& [exact, token] = by_length[std::stoll(item.key())];
+      const int64_t k = std::stoll(item.key());
+      auto& [exact, token] = by_length[k];
       exact.push_back(item.value().at("exact").get<double>());
       token.push_back(item.value().at("token").get<double>());
+      for (const char* key : kWhyKeys)
+        if (item.value().contains(key)) why[k][key].push_back(&item.value().at(key));
     }
   nlohmann::json lengths = nlohmann::json::object();
-  for (const auto& [k, values] : by_length)
-    lengths[std::to_string(k)] = {{"exact", summary_json(summarize(values.first))},
-                                  {"token", summary_json(summarize(values.second))}};
+  for (const auto& [k, values] : by_length) {
+    nlohmann::json one = {{"exact", summary_json(summarize(values.first))},
+                          {"token", summary_json(summarize(values.second))}};
+    // The measurements of why: the mean over the runs that have them (every run, unless
+    // some came from a copytask before them).
+    for (const auto& [key, per_run] : why[k]) one[key] = mean_json(per_run);
+    lengths[std::to_string(k)] = one;
+  }
   const nlohmann::json& first = *entries.front();
   return {{"train_max_len", first.at("train_max_len")},
           {"positions_trained", first.value("positions_trained", nlohmann::json())},

@@ -3,6 +3,7 @@
 // and report/results.h writes. Here, below both, so the report side builds without LibTorch.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace copytask {
@@ -23,6 +24,11 @@ struct LengthScores {
   bool trained = false;
   double exact = 0, token = 0;
   std::string skipped;
+  // Why it copies or fails, over the k outputs of every example (empty where skipped):
+  std::vector<double> token_by_output;                // [j] share of output j right
+  std::vector<std::vector<double>> source_attention;  // [block][head] mean weight an output row puts on its source
+  std::vector<std::vector<double>> entropy;           // [block][head] mean entropy (nats) of the output rows
+  std::vector<std::pair<std::string, double>> errors; // {kind, share of the outputs wrong so} (task/output_errors.h)
 };
 
 }  // namespace copytask

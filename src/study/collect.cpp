@@ -44,6 +44,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
     results["scheme_order"].push_back(scheme.name);
     std::vector<RunRecord> runs;
     nlohmann::json seeds = nlohmann::json::array(), probes = nlohmann::json::array(), positional_runs = nlohmann::json::array();
+    nlohmann::json scheme_inputs, scheme_targets;
     for (int64_t seed : scheme.config.train.seeds) {
       ++expected;
       if (!member_complete(study_dir, scheme.name, seed)) {
@@ -61,6 +62,8 @@ nlohmann::json study_collect(const std::string& study_dir) {
       seeds.push_back(seed);
       const nlohmann::json member_attention = member_json_read(study_dir, scheme.name, seed, "attention.json");
       if (attention["inputs"].empty()) attention["inputs"] = member_attention.at("inputs");
+      if (scheme_inputs.is_null()) scheme_inputs = member_attention.at("inputs");
+      if (scheme_targets.is_null()) scheme_targets = member_attention.value("targets", nlohmann::json());
       const auto& member_probes = member_attention.at("probes");
       for (size_t p = 0; p < member_probes.size(); ++p) {
         if (probes.size() <= p) probes.push_back({{"attention", nlohmann::json::array()}, {"output", nlohmann::json::array()}});
@@ -77,6 +80,11 @@ nlohmann::json study_collect(const std::string& study_dir) {
     entry["overrides"] = scheme.overrides;
     results["schemes"][scheme.name] = entry;
     attention["schemes"][scheme.name] = {{"seeds", seeds}, {"causal", scheme.config.model.causal}, {"probes", probes}};
+    // The scheme's own probe inputs and targets: its task's kind sets them (selective adds
+    // noise, reverse reverses the target).
+    if (!scheme_inputs.is_null()) attention["schemes"][scheme.name]["inputs"] = scheme_inputs;
+    if (!scheme_targets.is_null()) attention["schemes"][scheme.name]["targets"] = scheme_targets;
+    attention["schemes"][scheme.name]["task"] = scheme.config.task.kind;
     positional["schemes"][scheme.name] = {{"positional", scheme.config.model.positional},
                                           {"causal", scheme.config.model.causal},
                                           {"runs", positional_runs}};

@@ -9,6 +9,7 @@
 #include "model/hooks/registry.h"
 #include "report/files.h"
 #include "report/results.h"
+#include "config/config_fields.h"
 #include "study/member_files.h"
 #include "model/positional_analysis.h"
 #include "task/copy_task.h"
@@ -23,7 +24,7 @@ namespace {
 
 // A member's attention.json: per probe its maps [layer][head][T][T] and its output [T].
 nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, const torch::Tensor& outputs,
-                                     int64_t member, const nlohmann::json& inputs) {
+                                     int64_t member, const StudyInputs& inputs, const std::string& task_kind) {
   // layers[l]: (M, P, H, T, T) for P probes; outputs: (M, P, T).
   nlohmann::json probes = nlohmann::json::array();
   for (int64_t p = 0; p < outputs.size(1); ++p) {
@@ -38,7 +39,7 @@ nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, c
     probes.push_back({{"attention", per_layer},
                       {"output", std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel())}});
   }
-  return {{"inputs", inputs}, {"probes", probes}};
+  return {{"inputs", inputs.probe_inputs}, {"targets", inputs.probe_targets}, {"task", task_kind}, {"probes", probes}};
 }
 
 // One metrics.jsonl line: a member's numbers at one evaluation.
@@ -129,13 +130,15 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
   StudyInputs inputs;
   const CopyTask task = copy_task_generate(base.task);
   inputs.data = train_data_upload(task, device);
-  spdlog::info("task: {} train / {} test examples, context {}, vocab {}", task.train.count, task.test.count,
-               task.context, task.vocab_size);
+  spdlog::info("task: {}{}, {} train / {} test examples, context {}, vocab {}", base.task.kind,
+               base.task.kind == "selective" ? " (noise " + config_value_text(base.task.noise) + ")" : std::string(),
+               task.train.count, task.test.count, task.context, task.vocab_size);
   // Length generalization: the same examples per length for every member.
-  inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), device);
+  inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), base.task, device);
   inputs.data.lengths.rope_rescaling = base.eval.rope_rescaling;
   inputs.data.lengths.rope_factor = base.eval.rope_factor;
   inputs.data.lengths.trained_context = base.task.context;
+  inputs.data.lengths.task = base.task;
   const LengthData& lengths = inputs.data.lengths;
   if (!lengths.empty())
     spdlog::info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
@@ -143,10 +146,13 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
                  lengths.contexts.back());
   inputs.context = base.task.context;
   inputs.probe_inputs = nlohmann::json::array();
+  inputs.probe_targets = nlohmann::json::array();
   std::vector<int64_t> flat;
   for (const auto& probe : base.report.probes) {
-    auto input = copy_input(probe_tokens(probe, base.task), base.task.vocab_size, base.task.context);
+    const Example example = probe_example(probe, base.task);
+    auto input = example_input(base.task, example, base.task.context);
     inputs.probe_inputs.push_back(input);
+    inputs.probe_targets.push_back(example_target(base.task, example, base.task.context));
     flat.insert(flat.end(), input.begin(), input.end());
   }
   inputs.probe_count = static_cast<int64_t>(base.report.probes.size());
@@ -224,7 +230,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
     if (model->scheme(m).owner_of(content_hook()))
       for (const auto& block : probe_terms) member_terms.push_back(block[m][0]);  // (H, T, T)
     member_outputs_write(dirs[m], model, m, batch[m], outcome,
-                         member_attention_json(probe_attention, probe_outputs, m, inputs.probe_inputs),
+                         member_attention_json(probe_attention, probe_outputs, m, inputs, config.task.kind),
                          positional_member_json(model->scheme(m), specs[m].seed, config.task.context, learned_path.of(m),
                                                 member_terms),
                          options);

@@ -13,17 +13,19 @@
 
 namespace copytask {
 
-// What every batch of a study trains and is probed on (schemes may not change task.*,
-// eval.* or report.*, so the base config decides them).
+// What the batches of one task kind train and are probed on (schemes may change task.kind
+// and task.noise only, and not eval.* or report.*; a study prepares one per task).
 struct StudyInputs {
   TrainData data;                 // train/test splits and the length sets, on the device
   nlohmann::json probe_inputs;    // [P][T] the probes' full inputs (<copy> and padding added)
+  nlohmann::json probe_targets;   // [P][T] what each should output, under the task's kind
   torch::Tensor probe_tensor;     // (P, T) the same, on the device
   int64_t probe_count = 0;
   int64_t context = 0;            // T
 };
-// Generates the copy task and the length sets and uploads them; logs what they hold.
-StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device);
+// Generates the task of `config` (its task.*, eval.* and report.probes) and the length
+// sets and uploads them; logs what they hold.
+StudyInputs study_inputs_prepare(const Config& config, const c10::Device& device);
 
 // Trains one batch (members that share a config but their scheme and seed) and writes
 // each member's folder (study/member_files.h), result.json last. Returns the batch's

@@ -6,11 +6,13 @@
 //
 // Token ids: 0 = padding, 1..V-2 = content, V-1 = <copy>.
 #include <cstdint>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "task/task_config.h"
+#include "task/task_kind.h"
 
 namespace copytask {
 
@@ -27,6 +29,7 @@ struct CopySplit {
 struct CopyTask {
   int64_t vocab_size = 0;
   int64_t context = 0;
+  int64_t noise_token = -1;  // task/task_kind.h; -1 = none
   CopySplit train;
   CopySplit test;
 };
@@ -38,7 +41,8 @@ int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k);
 // so sequences of different lengths never collide.
 std::string content_key(const std::vector<int64_t>& content);
 
-// How many distinct inputs exist: sum over k of (V-2)^k, saturated at INT64_MAX.
+// How many distinct inputs exist: sum over k of inputs_of_length (task/task_kind.h; for
+// copy and reverse (V-2)^k), saturated at INT64_MAX.
 int64_t copy_task_capacity(const TaskConfig& task);
 
 // {train count, test count}: test = round(examples * test_fraction).
@@ -57,12 +61,21 @@ std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vo
 // Appends the example of these content tokens (its input and target, T tokens each) to a split.
 void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 
-// Parses a probe such as "7 1 8 2" (content tokens) into its content; throws
-// std::invalid_argument saying what is wrong (a token out of range, too long for the
-// context, ...). `context` is the longest context allowed, 0 = task.context.
-std::vector<int64_t> probe_tokens(const std::string& text, const TaskConfig& task, int64_t context = 0);
+// Appends an example of the task's kind (task/task_kind.h) in a context of T tokens.
+void example_append(CopySplit& split, const TaskConfig& task, const Example& example, int64_t context);
 
-// "7 1 8 2 <copy> _ _ ..." for display.
-std::string tokens_to_text(const std::vector<int64_t>& tokens, int64_t vocab_size);
+// Under selective, noise_count(k) places drawn uniformly from the k + m before <copy>
+// (ascending); empty for the other kinds, without drawing.
+std::vector<int64_t> random_noise_places(std::mt19937_64& engine, const TaskConfig& task, int64_t k);
+
+// Parses a probe such as "7 1 8 2" (content tokens) into its example; under selective a
+// `~` marks a noise token ("7 ~ 1 8 ~ 2"), and a probe without any gets the noise spread
+// evenly (even_noise_places). Throws std::invalid_argument saying what is wrong (a token
+// out of range, too long for the context, ...). `context` is the longest context allowed,
+// 0 = task.context.
+Example probe_example(const std::string& text, const TaskConfig& task, int64_t context = 0);
+
+// "7 1 8 2 <copy> _ _ ..." for display; the noise token (when given) as ~.
+std::string tokens_to_text(const std::vector<int64_t>& tokens, int64_t vocab_size, int64_t noise = -1);
 
 }  // namespace copytask

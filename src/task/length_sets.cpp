@@ -14,36 +14,48 @@ namespace {
 // the wanted and excluded inputs are a large share of them, or there are few at all.
 constexpr int64_t kEnumerateAtMost = 1'000'000;
 
-// The training inputs' content tokens by length (index k: the tokens before <copy>), in one pass.
-std::vector<std::unordered_set<std::string>> trained_contents(const CopySplit& train, const TaskConfig& task) {
+// The training inputs by content length (index k), each as the tokens before <copy>
+// (noise included), in one pass.
+std::vector<std::unordered_set<std::string>> trained_prefixes(const CopySplit& train, const TaskConfig& task) {
   std::vector<std::unordered_set<std::string>> by_length(task.max_len + 1);
   for (int64_t i = 0; i < train.count; ++i) {
     const int64_t* row = train.inputs.data() + i * task.context;
-    const int64_t k = std::find(row, row + task.context, copy_token(task.vocab_size)) - row;  // content is never <copy>
-    if (k <= task.max_len) by_length[k].insert(content_key(std::vector<int64_t>(row, row + k)));
+    const OutputSources sources = output_sources(task, row, task.context);
+    const int64_t k = sources.length();
+    if (sources.copy_at >= 0 && k <= task.max_len)
+      by_length[k].insert(content_key(std::vector<int64_t>(row, row + sources.copy_at)));
   }
   return by_length;
 }
 
-// The index-th input of length k in lexicographic order (base content_vocab digits).
-std::vector<int64_t> nth_content(int64_t index, int64_t k, int64_t content_vocab) {
-  std::vector<int64_t> content(k);
+// The index-th input of length k: its content the index / C-th in lexicographic order (base
+// content_vocab digits), its noise places the index % C-th combination (C = the ways to
+// place the noise).
+Example nth_example(int64_t index, int64_t k, const TaskConfig& task) {
+  const int64_t vocab = content_vocab(task), m = noise_count(task, k);
+  const int64_t placements = choose(k + m, m);
+  Example example;
+  example.noise_at = nth_combination(index % placements, k + m, m);
+  int64_t content_index = index / placements;
+  example.content.resize(k);
   for (int64_t i = k - 1; i >= 0; --i) {
-    content[i] = 1 + index % content_vocab;
-    index /= content_vocab;
+    example.content[i] = 1 + content_index % vocab;
+    content_index /= vocab;
   }
-  return content;
+  return example;
 }
 
 }  // namespace
 
-int64_t length_context(const TaskConfig& task, int64_t length) { return std::max(task.context, 2 * length + 1); }
+int64_t length_context(const TaskConfig& task, int64_t length) {
+  return std::max(task.context, whole_example_context(task, length));
+}
 
 std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train) {
   std::vector<LengthSet> sets;
   if (eval.max_len <= 0) return sets;
-  const int64_t content_vocab = task.vocab_size - 2;
-  const std::vector<std::unordered_set<std::string>> trained = trained_contents(train, task);
+  const int64_t vocab = content_vocab(task);
+  const std::vector<std::unordered_set<std::string>> trained = trained_prefixes(train, task);
   const std::unordered_set<std::string> none;
   for (int64_t k = task.min_len; k <= eval.max_len; ++k) {
     LengthSet set;
@@ -54,31 +66,33 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
     std::mt19937_64 engine((static_cast<uint64_t>(eval.seed) * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull) ^
                            (static_cast<uint64_t>(k) * 0xD1B54A32D192ED03ull));
     const std::unordered_set<std::string>& excluded = set.trained ? trained[k] : none;
-    const int64_t capacity = copy_inputs_of_length(content_vocab, k);
+    const int64_t capacity = inputs_of_length(task, k);
     const int64_t available = capacity - static_cast<int64_t>(excluded.size());
     const int64_t wanted = std::min(eval.per_length, available);
-    std::vector<std::vector<int64_t>> contents;
+    std::vector<Example> examples;
     if (capacity <= kEnumerateAtMost && capacity <= 4 * (wanted + static_cast<int64_t>(excluded.size()))) {
       // Every input not trained on, then the first `wanted` of a shuffle.
       for (int64_t index = 0; index < capacity; ++index) {
-        auto content = nth_content(index, k, content_vocab);
-        if (!excluded.count(content_key(content))) contents.push_back(std::move(content));
+        Example example = nth_example(index, k, task);
+        if (!excluded.count(content_key(example_prefix(task, example)))) examples.push_back(std::move(example));
       }
       for (int64_t i = 0; i < wanted; ++i)
-        std::swap(contents[i], contents[i + uniform_below(engine, contents.size() - i)]);
-      contents.resize(wanted);
+        std::swap(examples[i], examples[i + uniform_below(engine, examples.size() - i)]);
+      examples.resize(wanted);
     } else {
       // Uniform draws; a repeat or a trained input is drawn again.
       std::unordered_set<std::string> seen;
-      while (static_cast<int64_t>(contents.size()) < wanted) {
-        std::vector<int64_t> content(k);
-        for (auto& token : content) token = 1 + static_cast<int64_t>(uniform_below(engine, content_vocab));
-        const std::string key = content_key(content);
+      while (static_cast<int64_t>(examples.size()) < wanted) {
+        Example example;
+        example.content.resize(k);
+        for (auto& token : example.content) token = 1 + static_cast<int64_t>(uniform_below(engine, vocab));
+        example.noise_at = random_noise_places(engine, task, k);
+        const std::string key = content_key(example_prefix(task, example));
         if (excluded.count(key) || !seen.insert(key).second) continue;
-        contents.push_back(std::move(content));
+        examples.push_back(std::move(example));
       }
     }
-    for (const auto& content : contents) copy_split_append(set.examples, content, task.vocab_size, set.context);
+    for (const auto& example : examples) example_append(set.examples, task, example, set.context);
     sets.push_back(std::move(set));
   }
   return sets;

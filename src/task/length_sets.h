@@ -19,7 +19,8 @@ struct LengthSet {
   CopySplit examples;   // count x T_k inputs and targets
 };
 
-// The context a length is evaluated in: max(task.context, 2k + 1).
+// The context a length is evaluated in: max(task.context, the whole example's), where the
+// whole example is 2k + 1 tokens for copy and reverse (task/task_kind.h).
 int64_t length_context(const TaskConfig& task, int64_t length);
 
 // One set per length task.min_len..eval.max_len, drawn from eval.seed (each length from
@@ -29,8 +30,9 @@ int64_t length_context(const TaskConfig& task, int64_t length);
 // in a shuffled order, where fewer exist. Empty when eval.max_len is 0.
 std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train);
 
-// The copy's positions of a length-k example: k + 1 .. 2k (what the per-length scores
-// count; not the echoed input, the <copy> token or the padding).
-inline int64_t copy_begin(int64_t length) { return length + 1; }
+// The outputs' positions of a length-k example: prefix + 1 .. prefix + k, k + 1 .. 2k for
+// copy and reverse (what the per-length scores count; not the echoed input, the <copy>
+// token or the padding).
+inline int64_t copy_begin(const TaskConfig& task, int64_t length) { return prefix_length(task, length) + 1; }
 
 }  // namespace copytask

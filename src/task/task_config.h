@@ -16,6 +16,10 @@ struct TaskConfig {
   int64_t examples = 10000; // unique examples, train + test
   double test_fraction = 0.1;
   int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
+  // What the output does with the content (task/task_kind.h): copy, reverse, or selective
+  // (copy the content from among noise tokens, the share `noise` of the input before <copy>).
+  std::string kind = "copy";
+  double noise = 0.5;
 };
 
 // Length generalization (docs/design.md section 1): after training, and at every evaluation,

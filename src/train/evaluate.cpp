@@ -7,6 +7,7 @@
 
 #include "model/fused_cpu.h"
 #include "report/results.h"
+#include "task/output_errors.h"
 
 namespace copytask {
 
@@ -21,7 +22,7 @@ torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vec
 }
 
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
-                                        int64_t chunk) {
+                                        int64_t noise_token, int64_t chunk) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
@@ -29,7 +30,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device());
   auto loss_sum = torch::zeros({M}, options), exact_sum = torch::zeros({M}, options),
        token_sum = torch::zeros({M}, options);
-  auto lengths = content_lengths(inputs, model->shape().vocab);                 // (N)
+  auto lengths = content_lengths(inputs, model->shape().vocab, noise_token);                 // (N)
   auto exact_by_length = torch::zeros({M, T + 1}, options);                     // (M, T+1)
   auto count_by_length = torch::zeros({T + 1}, options).index_add_(0, lengths, torch::ones({N}, options));
   for (int64_t start = 0; start < N; start += chunk) {
@@ -60,24 +61,91 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   return scores;
 }
 
-LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device) {
+LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConfig& task, const torch::Device& device) {
   LengthData data;
+  data.task = task;
   for (const auto& set : sets) {
-    const int64_t N = set.examples.count, T = set.context;
-    data.lengths.push_back(set.length);
+    const int64_t N = set.examples.count, T = set.context, k = set.length;
+    data.lengths.push_back(k);
     data.contexts.push_back(T);
     data.trained.push_back(set.trained);
     data.inputs.push_back(torch::tensor(set.examples.inputs, torch::kLong).view({N, T}).to(device));    // (N, T)
     data.targets.push_back(torch::tensor(set.examples.targets, torch::kLong).view({N, T}).to(device));  // (N, T)
+    std::vector<int64_t> output_at, source_at;
+    for (int64_t n = 0; n < N; ++n) {
+      const OutputSources sources = output_sources(task, set.examples.inputs.data() + n * T, T);
+      for (int64_t j = 0; j < k; ++j) {
+        output_at.push_back(sources.output_begin() + j);
+        source_at.push_back(sources.sources[j]);
+      }
+    }
+    data.output_at.push_back(torch::tensor(output_at, torch::kLong).view({N, k}).to(device));  // (N, k)
+    data.source_at.push_back(torch::tensor(source_at, torch::kLong).view({N, k}).to(device));  // (N, k)
+    data.host_inputs.push_back(set.examples.inputs);
   }
   return data;
 }
+
+namespace {
+
+// Sums over the examples of one length, per member, in double: the scores and the
+// measurements of why, divided by the counts at the end.
+struct LengthSums {
+  torch::Tensor exact, token, by_output, source_attention, entropy;  // (M), (M), (M, k), (M, B, H), (M, B, H)
+  std::vector<std::vector<double>> errors;                           // [member][kind] counts
+};
+
+// Adds one chunk of n examples (rows `start`..) of length index i to sums.
+void length_chunk_add(Encoder& model, const LengthData& data, size_t i, int64_t start, int64_t n, LengthSums& sums) {
+  const int64_t M = model->member_count(), T = data.contexts[i], k = data.lengths[i];
+  auto x = data.inputs[i].narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
+  const auto output_at = data.output_at[i].narrow(0, start, n);                // (n, k)
+  const auto source_at = data.source_at[i].narrow(0, start, n);                // (n, k)
+  std::vector<torch::Tensor> attention;                                         // per block (M, n, H, T, T)
+  auto predicted = model_logits(model, x, &attention, start).argmax(-1).gather(2, output_at.unsqueeze(0).expand({M, n, k}));  // (M, n, k)
+  auto wanted = data.targets[i].narrow(0, start, n).gather(1, output_at).unsqueeze(0);  // (1, n, k)
+  auto correct = predicted.eq(wanted);                                                    // (M, n, k)
+  sums.token += correct.sum({1, 2}).to(torch::kFloat64);
+  sums.exact += correct.all(-1).sum(1).to(torch::kFloat64);
+  sums.by_output += correct.sum(1).to(torch::kFloat64);
+  // Each output row's weights (row output_at, column source_at), as flat indices into
+  // (n, T, T) and (n, T).
+  const auto example = torch::arange(n, output_at.options()).unsqueeze(1);  // (n, 1)
+  const auto cell = ((example * T + output_at) * T + source_at).view({-1});  // (n k)
+  const auto row = (example * T + output_at).view({-1});                     // (n k)
+  std::vector<torch::Tensor> on_source, entropy;
+  for (const auto& weights : attention) {
+    const int64_t H = weights.size(2);
+    auto by_head = weights.transpose(1, 2);                                               // (M, H, n, T, T)
+    on_source.push_back(by_head.reshape({M, H, n * T * T}).index_select(2, cell).sum(2));  // (M, H)
+    auto rows = by_head.reshape({M, H, n * T, T}).index_select(2, row);                   // (M, H, n k, T)
+    entropy.push_back(-torch::xlogy(rows, rows).sum({2, 3}));                             // (M, H)
+  }
+  sums.source_attention += torch::stack(on_source, 1).to(torch::kFloat64);  // (M, B, H)
+  sums.entropy += torch::stack(entropy, 1).to(torch::kFloat64);             // (M, B, H)
+  // The wrong outputs by kind, on the host.
+  const auto host_predicted = predicted.cpu().contiguous();  // (M, n, k)
+  const auto host_correct = correct.cpu().contiguous();      // (M, n, k)
+  const int64_t* p = host_predicted.data_ptr<int64_t>();
+  const bool* ok = host_correct.data_ptr<bool>();
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t* input = data.host_inputs[i].data() + (start + e) * T;
+    const OutputSources sources = output_sources(data.task, input, T);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t at = (m * n + e) * k + j;
+        if (!ok[at]) sums.errors[m][static_cast<int>(output_error(data.task, input, sources, j, p[at]))] += 1;
+      }
+  }
+}
+
+}  // namespace
 
 std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
-  const int64_t M = model->member_count();
+  const int64_t M = model->member_count(), B = model->shape().blocks, H = model->shape().heads;
   std::vector<std::vector<LengthScores>> scores(M);
   for (size_t i = 0; i < data.lengths.size(); ++i) {
     const int64_t k = data.lengths[i], T = data.contexts[i], N = data.inputs[i].size(0);
@@ -95,25 +163,35 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
       continue;
     }
     auto options = torch::TensorOptions().dtype(torch::kFloat64).device(data.inputs[i].device());
-    auto exact_sum = torch::zeros({M}, options), token_sum = torch::zeros({M}, options);
-    // Long contexts in smaller chunks: the attention weights (M, n, H, T, T) stay near 2^25 floats.
-    const int64_t attention_per_example = M * model->shape().heads * T * T;
+    LengthSums sums{torch::zeros({M}, options), torch::zeros({M}, options), torch::zeros({M, k}, options),
+                    torch::zeros({M, B, H}, options), torch::zeros({M, B, H}, options),
+                    std::vector<std::vector<double>>(M, std::vector<double>(kOutputErrorKinds, 0.0))};
+    // Long contexts in smaller chunks: the attention weights (M, n, H, T, T) of all blocks stay near 2^25 floats.
+    const int64_t attention_per_example = M * B * H * T * T;
     const int64_t length_chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, (int64_t{1} << 25) / attention_per_example));
-    for (int64_t start = 0; start < N; start += length_chunk) {
-      const int64_t n = std::min(length_chunk, N - start);
-      auto x = data.inputs[i].narrow(0, start, n).unsqueeze(0).expand({M, n, T});           // (M, n, T)
-      auto y = data.targets[i].narrow(0, start, n).narrow(1, copy_begin(k), k).unsqueeze(0);  // (1, n, k) the copy
-      auto copied = model_logits(model, x, nullptr, start).narrow(2, copy_begin(k), k).argmax(-1);  // (M, n, k)
-      auto correct = copied.eq(y);                                                            // (M, n, k)
-      token_sum += correct.sum({1, 2}).to(torch::kFloat64);
-      exact_sum += correct.all(-1).sum(1).to(torch::kFloat64);
-    }
-    auto totals = torch::stack({exact_sum, token_sum}).cpu();  // (2, M)
+    for (int64_t start = 0; start < N; start += length_chunk)
+      length_chunk_add(model, data, i, start, std::min(length_chunk, N - start), sums);
+    const double outputs = static_cast<double>(N * k);
+    auto totals = torch::cat({sums.exact.unsqueeze(1), sums.token.unsqueeze(1), sums.by_output / static_cast<double>(N),
+                              sums.source_attention.view({M, B * H}) / outputs, sums.entropy.view({M, B * H}) / outputs},
+                             1)
+                      .cpu()
+                      .contiguous();  // (M, 2 + k + 2 B H)
     auto a = totals.accessor<double, 2>();
     for (int64_t m = 0; m < M; ++m) {
       LengthScores one = base;
-      one.exact = a[0][m] / static_cast<double>(N);
-      one.token = a[1][m] / static_cast<double>(N * k);
+      one.exact = a[m][0] / static_cast<double>(N);
+      one.token = a[m][1] / outputs;
+      for (int64_t j = 0; j < k; ++j) one.token_by_output.push_back(a[m][2 + j]);
+      one.source_attention.assign(B, std::vector<double>(H));
+      one.entropy.assign(B, std::vector<double>(H));
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h) {
+          one.source_attention[b][h] = a[m][2 + k + b * H + h];
+          one.entropy[b][h] = a[m][2 + k + B * H + b * H + h];
+        }
+      for (int kind = 0; kind < kOutputErrorKinds; ++kind)
+        one.errors.emplace_back(output_error_names()[kind], sums.errors[m][kind] / outputs);
       scores[m].push_back(one);
     }
   }
@@ -128,6 +206,10 @@ LengthData LengthData::only(size_t i) const {
   one.trained = {trained[i]};
   one.inputs = {inputs[i]};
   one.targets = {targets[i]};
+  one.output_at = {output_at[i]};
+  one.source_at = {source_at[i]};
+  one.host_inputs = {host_inputs[i]};
+  one.task = task;
   one.trained_context = trained_context;
   return one;
 }
@@ -180,8 +262,11 @@ nlohmann::json rescaled_member_json(const std::vector<RescaledLengths>& rescaled
   return out;
 }
 
-torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size) {
-  return inputs.eq(vocab_size - 1).to(torch::kLong).argmax(1);  // (N) position of <copy>
+torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size, int64_t noise_token) {
+  auto copy_at = inputs.eq(vocab_size - 1).to(torch::kLong).argmax(1);  // (N) position of <copy>
+  if (noise_token < 0) return copy_at;
+  auto before_copy = torch::arange(inputs.size(1), inputs.options()).unsqueeze(0).lt(copy_at.unsqueeze(1));  // (N, T)
+  return before_copy.logical_and(inputs.ne(noise_token)).sum(1);  // (N) content tokens before <copy>
 }
 
 torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out) {

@@ -24,14 +24,21 @@ torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vec
                            int64_t first = 0);
 
 // inputs, targets: (N, T) int64 on the model's device. One entry per member.
+// noise_token: selective's (not counted in a content length), -1 = none.
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
-                                        int64_t chunk = 1024);
+                                        int64_t noise_token = -1, int64_t chunk = 1024);
 
 // The length-generalization sets on a device: one (N_k, T_k) pair of tensors per length.
 struct LengthData {
   std::vector<int64_t> lengths, contexts;
   std::vector<bool> trained;  // a length the training split holds
   std::vector<torch::Tensor> inputs, targets;
+  // Per length, what each output copies (task/task_kind.h): the output's position and its
+  // source's, (N_k, k) int64 on the device; and the inputs on the host, N_k x T_k, for the
+  // error kinds. The task says what the tokens are.
+  std::vector<torch::Tensor> output_at, source_at;
+  std::vector<std::vector<int64_t>> host_inputs;
+  TaskConfig task;
   // RoPE's rescalings evaluated beside the plain numbers at the end (eval.rope_rescaling,
   // eval.rope_factor; 0 = per length), and the context the members trained at.
   std::vector<std::string> rope_rescaling;
@@ -41,13 +48,14 @@ struct LengthData {
   // The sets of length index i alone.
   LengthData only(size_t i) const;
 };
-LengthData length_data_upload(const std::vector<LengthSet>& sets, const torch::Device& device);
+LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConfig& task, const torch::Device& device);
 
-// [member][length]: each member's scores (report/scores.h) at every length, over the
-// copy's k positions only (k + 1 .. 2k): exact = every copied token right, token = the
-// share of copied tokens right; NaN with `skipped` saying why where the member cannot run
-// at that context (a learned table with too few rows).
-// [member][length]: each member at every length of data, in eval mode. A length whose
+// [member][length]: each member's scores (report/scores.h) at every length of data, in
+// eval mode, over the k outputs only (task/task_kind.h; k + 1 .. 2k for copy and reverse):
+// exact = every output right, token = the share of outputs right, and why: the share right
+// at each output, the attention each block and head puts on each output's source, the
+// entropy of the output rows, and the wrong outputs by kind (task/output_errors.h). NaN
+// with `skipped` saying why where the member cannot run at that context: a length whose
 // context exceeds the model's position_limit() is skipped for every member (evaluate a
 // learned member alone to get its own limit).
 std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk = 512);
@@ -69,8 +77,9 @@ std::vector<RescaledLengths> evaluate_rope_rescalings(Encoder& model, const Leng
 nlohmann::json rescaled_member_json(const std::vector<RescaledLengths>& rescaled, int64_t member, int64_t train_max_len,
                                     int64_t positions_trained);
 
-// Content length k of each input (the position of <copy>): (N, T) -> (N) int64.
-torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size);
+// Content length k of each input (the tokens before <copy> but the noise token, when
+// given; the position of <copy> for copy and reverse): (N, T) -> (N) int64.
+torch::Tensor content_lengths(const torch::Tensor& inputs, int64_t vocab_size, int64_t noise_token = -1);
 
 // Greedy outputs: (M, N, T) int64 argmax tokens for inputs (N, T).
 torch::Tensor predict_tokens(Encoder& model, const torch::Tensor& inputs,

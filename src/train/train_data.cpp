@@ -17,6 +17,7 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   data.train_targets = upload(task.train.targets, task.train.count, task.context, device);
   data.test_inputs = upload(task.test.inputs, task.test.count, task.context, device);
   data.test_targets = upload(task.test.targets, task.test.count, task.context, device);
+  data.noise_token = task.noise_token;
   return data;
 }
 

@@ -12,6 +12,7 @@ namespace copytask {
 struct TrainData {
   torch::Tensor train_inputs, train_targets, test_inputs, test_targets;
   LengthData lengths;  // length generalization's sets (empty when eval.max_len is 0)
+  int64_t noise_token = -1;  // selective's noise token, not counted in a content length; -1 = none
 };
 TrainData train_data_upload(const CopyTask& task, const torch::Device& device);
 

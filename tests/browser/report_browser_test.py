@@ -62,10 +62,14 @@ def run_study(copytask, workdir):
         # 56 s instead of 3 s (OpenMP threads waiting on each other).
         "train": {"steps": 60, "eval_every": 20, "batch_size": 128, "lr": 0.003, "seeds": [0, 1], "device": "cpu",
                   "threads": 1},
+        # Lengths beyond the trained ones draw the length-generalization and the "why" charts;
+        # a reverse arm gets its own data and probe target.
+        "eval": {"max_len": 10, "per_length": 20},
         "compare": {"schemes": [
-            {"name": "learned", "model.positional": "learned"},
+            {"name": "learned", "model.positional": "learned", "model.learned_positions": 21},
             {"name": "rope", "model.positional": "rope"},
             {"name": "alibi+causal", "model.positional": "alibi", "model.causal": True},
+            {"name": "rope-reverse", "model.positional": "rope", "task.kind": "reverse"},
         ]},
         "report": {"probes": ["7 1 8 2", "3 5"]},
     }
@@ -95,6 +99,14 @@ def expected_charts(study):
         positional = json.load(f)
     expected = {"accuracy": 1, "curves": 1, "loss": 1, "by-length": 1,
                 "attention": len(attention["probes"]) * len(attention["schemes"])}
+    with open(os.path.join(study, "results.json")) as f:
+        results = json.load(f)
+    with_lengths = [s for s in results["schemes"].values() if "length_generalization" in s]
+    if with_lengths:
+        # The length chart, and the "why" section: source attention, accuracy by output
+        # position, entropy, and one stacked error chart per scheme.
+        expected.update({"length-generalization": 1, "source-attention": 1, "output-position": 1, "entropy": 1,
+                         "errors": len(with_lengths)})
     for scheme in positional["schemes"].values():
         run = scheme["runs"][0]
         for key, kinds in (("vectors", ["heatmap-cosine", "heatmap-dot", "pca"]), ("path", ["pca-path"]),

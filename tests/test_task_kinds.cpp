@@ -1,0 +1,309 @@
+// The task kinds (copy, reverse, selective): their data rules, what each output copies
+// against a brute-force search, the error classifier on hand-made outputs, and the
+// per-length measurements of why (accuracy by output, attention on the source, entropy,
+// error kinds) against a direct computation from the same attention maps.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/encoder.h"
+#include "task/copy_task.h"
+#include "task/length_sets.h"
+#include "task/output_errors.h"
+#include "task/task_kind.h"
+#include "test_util.h"
+#include "train/evaluate.h"
+
+namespace copytask {
+namespace {
+
+std::vector<int64_t> row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
+  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
+}
+
+TaskConfig kind_task(const std::string& kind, int64_t context = 10) {
+  TaskConfig task;
+  task.kind = kind;
+  task.context = context;
+  task.examples = 2000;
+  return task;
+}
+
+TEST(TaskKinds, ReverseDrawsCopysInputsAndReversesTheOutput) {
+  const TaskConfig copy = kind_task("copy", 17), reverse = kind_task("reverse", 17);
+  const CopyTask a = copy_task_generate(copy), b = copy_task_generate(reverse);
+  ASSERT_EQ(a.train.inputs, b.train.inputs) << "the same inputs, so the kinds differ in the output alone";
+  ASSERT_EQ(a.test.inputs, b.test.inputs);
+  for (int64_t i = 0; i < b.train.count; ++i) {
+    const auto input = row(b.train.inputs, i, 17), target = row(b.train.targets, i, 17);
+    const int64_t k = std::find(input.begin(), input.end(), 10) - input.begin();
+    for (int64_t t = 0; t <= k; ++t) ASSERT_EQ(target[t], input[t]) << "the input is echoed up to <copy>";
+    for (int64_t j = 0; j < k; ++j) ASSERT_EQ(target[k + 1 + j], input[k - 1 - j]) << "output j is content k-1-j";
+    for (int64_t t = 2 * k + 1; t < 17; ++t) ASSERT_EQ(target[t], kPadToken);
+  }
+}
+
+TEST(TaskKinds, SelectiveHidesTheContentAmongNoiseAtTheStatedRate) {
+  TaskConfig task = kind_task("selective", 25);
+  task.noise = 0.5;  // m = k noise tokens
+  const CopyTask data = copy_task_generate(task);
+  const int64_t noise = noise_token(task), T = 25;
+  EXPECT_EQ(noise, 9);
+  EXPECT_EQ(content_vocab(task), 8);
+  std::set<std::vector<int64_t>> train_inputs;
+  for (int64_t i = 0; i < data.train.count; ++i) train_inputs.insert(row(data.train.inputs, i, T));
+  EXPECT_EQ(static_cast<int64_t>(train_inputs.size()), data.train.count) << "distinct inputs";
+  std::set<int64_t> noise_places_seen;
+  for (const CopySplit* split : {&data.train, &data.test})
+    for (int64_t i = 0; i < split->count; ++i) {
+      const auto input = row(split->inputs, i, T), target = row(split->targets, i, T);
+      if (split == &data.test) ASSERT_EQ(train_inputs.count(input), 0u) << "a test input is in train";
+      const int64_t copy_at = std::find(input.begin(), input.end(), 10) - input.begin();
+      std::vector<int64_t> content;
+      int64_t noise_tokens = 0;
+      for (int64_t t = 0; t < copy_at; ++t) {
+        if (input[t] == noise) {
+          ++noise_tokens;
+          noise_places_seen.insert(t);
+        } else {
+          ASSERT_GE(input[t], 1);
+          ASSERT_LE(input[t], 8);
+          content.push_back(input[t]);
+        }
+      }
+      const int64_t k = static_cast<int64_t>(content.size());
+      ASSERT_GE(k, task.min_len);
+      ASSERT_LE(k, task.max_len);
+      ASSERT_EQ(noise_tokens, k) << "noise 0.5: as many noise tokens as content tokens";
+      for (int64_t j = 0; j < k; ++j) ASSERT_EQ(target[copy_at + 1 + j], content[j]) << "the content in order";
+      ASSERT_LE(copy_at + 1 + k, T) << "the whole example fits the context the config demands";
+    }
+  EXPECT_GE(noise_places_seen.size(), 15u) << "the noise is placed all over the prefix, not at fixed places";
+
+  // The rate: round(k * noise / (1 - noise)) noise tokens, and the context that holds it.
+  task.noise = 0.25;
+  EXPECT_EQ(noise_count(task, 3), 1);
+  EXPECT_EQ(noise_count(task, 8), 3);
+  EXPECT_EQ(whole_example_context(task, 8), 8 + 3 + 1 + 8);
+  EXPECT_EQ(noise_count(kind_task("copy"), 8), 0);
+}
+
+TEST(TaskKinds, EverySelectiveInputCanBeDrawnAndTheCountIsExact) {
+  TaskConfig task = kind_task("selective", 7);
+  task.vocab_size = 5;  // content 1, 2; noise 3; <copy> 4
+  task.min_len = 1;
+  task.max_len = 2;
+  task.noise = 0.5;
+  // k = 1: 2 contents x C(2, 1) places; k = 2: 4 x C(4, 2).
+  EXPECT_EQ(copy_task_capacity(task), 2 * 2 + 4 * 6);
+  task.examples = 28;
+  task.test_fraction = 0.25;
+  const CopyTask data = copy_task_generate(task);
+  std::set<std::vector<int64_t>> all;
+  for (int64_t i = 0; i < data.train.count; ++i) all.insert(row(data.train.inputs, i, 7));
+  for (int64_t i = 0; i < data.test.count; ++i) all.insert(row(data.test.inputs, i, 7));
+  EXPECT_EQ(all.size(), 28u);
+  // nth_example's enumeration (the length sets') reaches each of them once.
+  std::set<std::vector<int64_t>> places;
+  for (int64_t i = 0; i < choose(4, 2); ++i) places.insert(nth_combination(i, 4, 2));
+  EXPECT_EQ(places.size(), 6u);
+  for (const auto& p : places) EXPECT_TRUE(std::is_sorted(p.begin(), p.end()) && p.back() < 4);
+}
+
+TEST(TaskKinds, LengthSetsOfEachKindHoldWholeExamplesNeverTrainedOn) {
+  for (const std::string kind : {"reverse", "selective"}) {
+    TaskConfig task = kind_task(kind, kind == "selective" ? 17 : 10);
+    const CopyTask data = copy_task_generate(task);
+    EvalConfig eval;
+    eval.max_len = 12;
+    eval.per_length = 40;
+    const auto sets = length_sets_generate(task, eval, data.train);
+    std::set<std::vector<int64_t>> trained;
+    for (int64_t i = 0; i < data.train.count; ++i) trained.insert(row(data.train.inputs, i, task.context));
+    for (const auto& set : sets) {
+      EXPECT_EQ(set.context, std::max(task.context, whole_example_context(task, set.length))) << kind;
+      for (int64_t n = 0; n < set.examples.count; ++n) {
+        const auto input = row(set.examples.inputs, n, set.context);
+        const OutputSources sources = output_sources(task, input.data(), set.context);
+        ASSERT_EQ(sources.length(), set.length) << kind;
+        ASSERT_LE(sources.output_begin() + set.length, set.context) << kind << ": the whole output fits";
+        if (set.context == task.context) ASSERT_EQ(trained.count(input), 0u) << kind << ": a trained input";
+      }
+    }
+    // A longer range keeps the shorter lengths' examples.
+    eval.max_len = 14;
+    const auto longer = length_sets_generate(task, eval, data.train);
+    for (size_t i = 0; i < sets.size(); ++i) EXPECT_EQ(longer[i].examples.inputs, sets[i].examples.inputs) << kind;
+  }
+}
+
+// What each output copies, against a search: with distinct content tokens, the input
+// position that holds the output's target token is the only one it can copy.
+TEST(TaskKinds, EachOutputsSourceIsWhereABruteForceSearchFindsItsToken) {
+  for (const std::string kind : {"copy", "reverse", "selective"}) {
+    TaskConfig task = kind_task(kind, 40);
+    task.vocab_size = 40;
+    task.max_len = 12;
+    task.noise = 0.4;
+    const CopyTask data = copy_task_generate(task);
+    int64_t checked = 0;
+    for (int64_t i = 0; i < data.train.count; ++i) {
+      const auto input = row(data.train.inputs, i, 40), target = row(data.train.targets, i, 40);
+      const OutputSources sources = output_sources(task, input.data(), 40);
+      std::set<int64_t> distinct;
+      for (int64_t at : sources.content_at) distinct.insert(input[at]);
+      if (static_cast<int64_t>(distinct.size()) != sources.length()) continue;
+      for (int64_t j = 0; j < sources.length(); ++j) {
+        const int64_t wanted = target[sources.output_begin() + j];
+        int64_t found = -1;
+        for (int64_t t = 0; t < sources.copy_at; ++t)
+          if (input[t] == wanted) found = t;
+        ASSERT_EQ(sources.sources[j], found) << kind << " example " << i << " output " << j;
+        const int64_t distance = sources.output_begin() + j - found;
+        if (kind == "copy") ASSERT_EQ(distance, sources.length() + 1) << "copy reads k + 1 back";
+        if (kind == "reverse") ASSERT_EQ(distance, 2 * j + 2) << "reverse reads 2j + 2 back at every k";
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 1000) << kind;
+  }
+}
+
+TEST(TaskKinds, TheErrorClassifierNamesWhatAWrongOutputCopied) {
+  auto kind_of = [](const TaskConfig& task, const std::vector<int64_t>& input, int64_t j, int64_t predicted) {
+    const OutputSources sources = output_sources(task, input.data(), static_cast<int64_t>(input.size()));
+    return output_error_names()[static_cast<int>(output_error(task, input.data(), sources, j, predicted))];
+  };
+  const TaskConfig copy = kind_task("copy"), reverse = kind_task("reverse"), selective = kind_task("selective");
+  // 3 5 7 <copy> _ _ _ _ _ _: output 0 should be 3.
+  const std::vector<int64_t> input = {3, 5, 7, 10, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(kind_of(copy, input, 0, 5), "neighbour");
+  EXPECT_EQ(kind_of(copy, input, 0, 7), "content");
+  EXPECT_EQ(kind_of(copy, input, 0, 0), "stop");
+  EXPECT_EQ(kind_of(copy, input, 0, 10), "stop");
+  EXPECT_EQ(kind_of(copy, input, 0, 8), "absent");
+  EXPECT_EQ(kind_of(copy, input, 1, 3), "neighbour");
+  EXPECT_EQ(kind_of(copy, input, 1, 7), "neighbour");
+  // Reverse: output 0 should be 7 (content index 2); its neighbour is 5, not 3.
+  EXPECT_EQ(kind_of(reverse, input, 0, 5), "neighbour");
+  EXPECT_EQ(kind_of(reverse, input, 0, 3), "content");
+  // Selective: 3 ~ ~ 5 7 <copy>: output 0 should be 3, its neighbour in the content is 5
+  // (the noise between them does not count); the noise token is its own kind.
+  const std::vector<int64_t> noisy = {3, 9, 9, 5, 7, 10, 0, 0, 0, 0};
+  EXPECT_EQ(kind_of(selective, noisy, 0, 5), "neighbour");
+  EXPECT_EQ(kind_of(selective, noisy, 0, 7), "content");
+  EXPECT_EQ(kind_of(selective, noisy, 0, 9), "noise");
+  EXPECT_EQ(kind_of(selective, noisy, 0, 8), "absent");
+  // A repeated token: 4 4 6, output 1 should be 4; 6 is its neighbour.
+  const std::vector<int64_t> repeated = {4, 4, 6, 10, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(kind_of(copy, repeated, 1, 6), "neighbour");
+  EXPECT_EQ(kind_of(copy, repeated, 2, 8), "absent");
+}
+
+// The measurements of why at every length, for every kind, against loops over the
+// attention maps model_logits returns (the maps attention.json records).
+TEST(TaskKinds, TheMeasurementsOfWhyEqualADirectComputationFromTheAttentionMaps) {
+  for (const std::string kind : {"copy", "reverse", "selective"}) {
+    const TaskConfig task = kind_task(kind, kind == "selective" ? 17 : 10);
+    const CopyTask data = copy_task_generate(task);
+    EvalConfig eval;
+    eval.max_len = 10;
+    eval.per_length = 12;
+    const auto sets = length_sets_generate(task, eval, data.train);
+    const LengthData uploaded = length_data_upload(sets, task, torch::kCPU);
+    std::vector<MemberSpec> members = {{"alibi", 0, "alibi", true}, {"rope", 1, "rope"}};
+    EncoderShape shape = test::small_shape();
+    shape.context = task.context;
+    Encoder model(shape, members, torch::kCPU);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.5);
+    }
+    model->eval();
+    const auto scores = evaluate_lengths(model, uploaded, /*chunk=*/5);  // chunks that do not divide N
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const int64_t k = sets[i].length, T = sets[i].context, N = sets[i].examples.count;
+      if (N == 0) continue;
+      std::vector<torch::Tensor> attention;  // per block (M, N, H, T, T)
+      auto inputs = uploaded.inputs[i].unsqueeze(0).expand({2, N, T});     // (M, N, T)
+      auto predicted = model_logits(model, inputs, &attention).argmax(-1);  // (M, N, T)
+      auto p = predicted.accessor<int64_t, 3>();
+      for (int64_t m = 0; m < 2; ++m) {
+        const LengthScores& s = scores[m][i];
+        ASSERT_EQ(static_cast<int64_t>(s.token_by_output.size()), k);
+        std::vector<double> right(k, 0.0), errors(kOutputErrorKinds, 0.0);
+        std::vector<std::vector<double>> on_source(shape.blocks, std::vector<double>(shape.heads, 0.0)),
+            entropy = on_source;
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t* input = sets[i].examples.inputs.data() + n * T;
+          const int64_t* target = sets[i].examples.targets.data() + n * T;
+          const OutputSources sources = output_sources(task, input, T);
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t at = sources.output_begin() + j;
+            if (p[m][n][at] == target[at]) right[j] += 1;
+            else errors[static_cast<int>(output_error(task, input, sources, j, p[m][n][at]))] += 1;
+            for (int64_t b = 0; b < shape.blocks; ++b)
+              for (int64_t h = 0; h < shape.heads; ++h) {
+                auto weights = attention[b][m][n][h][at];  // (T) the output row
+                on_source[b][h] += weights[sources.sources[j]].item<double>();
+                for (int64_t c = 0; c < T; ++c) {
+                  const double a = weights[c].item<double>();
+                  if (a > 0) entropy[b][h] -= a * std::log(a);
+                }
+              }
+          }
+        }
+        for (int64_t j = 0; j < k; ++j) EXPECT_NEAR(s.token_by_output[j], right[j] / N, 1e-12) << kind << " k " << k;
+        for (int64_t b = 0; b < shape.blocks; ++b)
+          for (int64_t h = 0; h < shape.heads; ++h) {
+            EXPECT_NEAR(s.source_attention[b][h], on_source[b][h] / (N * k), 1e-5) << kind << " k " << k;
+            EXPECT_NEAR(s.entropy[b][h], entropy[b][h] / (N * k), 1e-4) << kind << " k " << k;
+          }
+        double wrong = 0;
+        for (int e = 0; e < kOutputErrorKinds; ++e) {
+          EXPECT_EQ(s.errors[e].first, output_error_names()[e]);
+          EXPECT_NEAR(s.errors[e].second, errors[e] / (N * k), 1e-12) << kind << " k " << k;
+          wrong += s.errors[e].second;
+        }
+        EXPECT_NEAR(wrong, 1.0 - s.token, 1e-12) << "the kinds share out the wrong outputs";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// FNV-1a over a list of int64 vectors.
+uint64_t digest(const std::vector<const std::vector<int64_t>*>& parts) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto* part : parts)
+    for (int64_t v : *part)
+      for (int byte = 0; byte < 8; ++byte) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * byte)) & 0xff)) * 1099511628211ull;
+  return h;
+}
+
+// The reference protocol's copy data (task.* defaults) and its length sets to 16, as the
+// copytask before the task kinds drew them (commit e945c65 and 61a3028: the same digest, and a compare
+// of 6 schemes x 2 seeds with eval.max_len=12 gave the same results.json, metrics.jsonl and
+// model.pt byte for byte). A change here changes every study's numbers.
+TEST(TaskKinds, TheReferenceProtocolsCopyDataIsAsBefore) {
+  const TaskConfig task;
+  const CopyTask data = copy_task_generate(task);
+  EvalConfig eval;
+  eval.max_len = 16;
+  const auto sets = length_sets_generate(task, eval, data.train);
+  std::vector<const std::vector<int64_t>*> parts = {&data.train.inputs, &data.train.targets, &data.test.inputs,
+                                                    &data.test.targets};
+  for (const auto& set : sets) parts.push_back(&set.examples.inputs);
+  EXPECT_EQ(digest(parts), 6257335763099988960ull) << "the reference data changed";
+}
+
+}  // namespace
+}  // namespace copytask
