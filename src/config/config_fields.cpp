@@ -71,7 +71,9 @@ std::vector<ConfigField> make_fields() {
       field("task.vocab_size", &Config::task, &TaskConfig::vocab_size, S::study,
             "0 = padding, 1..V-2 = content, V-1 = `<copy>`",
             ints(3, 100000, "must be 3..100000 (padding, at least one content token, <copy>)")),
-      field("task.context", &Config::task, &TaskConfig::context, S::study, "sequence length T (input and output)",
+      field("task.context", &Config::task, &TaskConfig::context, S::scheme,
+            "sequence length T (input and output); may differ between schemes (e.g. a selective task's longer "
+            "inputs), each context with its own data",
             ints(2, 4096, "must be 2..4096")),
       field("task.min_len", &Config::task, &TaskConfig::min_len, S::study, "content tokens per example, at least",
             ints(1, kNoLimit, "must be at least 1")),

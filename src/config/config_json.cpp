@@ -170,8 +170,8 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
     const std::string& key = item.key();
     if (!may_vary_per_scheme(key))
       throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
-                        "' cannot vary between schemes; a scheme may override model.* and train.* keys, task.kind and "
-                        "task.noise (but not train.device, train.threads or train.cuda_graph, which hold for the whole study)");
+                        "' cannot vary between schemes; a scheme may override model.* and train.* keys, task.kind, "
+                        "task.noise and task.context (but not train.device, train.threads or train.cuda_graph, which hold for the whole study)");
     // Check the key and type now, so a typo is reported with the scheme's name.
     json probe = defaults;
     try {
@@ -195,7 +195,7 @@ json grid_from_json(const json& grid, const json& defaults) {
     // The seeds are already an axis of every study.
     if (!may_vary_per_scheme(key) || key == "train.seeds")
       throw ConfigError(where + ": key '" + key +
-                        "' cannot be a grid axis; a grid may vary model.* and train.* keys, task.kind and task.noise "
+                        "' cannot be a grid axis; a grid may vary model.* and train.* keys, task.kind, task.noise and task.context "
                         "(but not train.seeds, train.device or train.threads)");
     if (!item.value().is_array() || item.value().empty())
       throw ConfigError(where + " = " + shown(item.value()) + ": expected a non-empty list of values, e.g. [1, 2, 4]");
