@@ -30,9 +30,4 @@ int64_t length_context(const TaskConfig& task, int64_t length);
 // in a shuffled order, where fewer exist. Empty when eval.max_len is 0.
 std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train);
 
-// The outputs' positions of a length-k example: prefix + 1 .. prefix + k, k + 1 .. 2k for
-// copy and reverse (what the per-length scores count; not the echoed input, the <copy>
-// token or the padding).
-inline int64_t copy_begin(const TaskConfig& task, int64_t length) { return prefix_length(task, length) + 1; }
-
 }  // namespace copytask
