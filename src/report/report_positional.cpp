@@ -9,6 +9,7 @@
 // is drawn without changes here.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "report/report_charts.h"
 #include "report/report_sections.h"
@@ -158,21 +159,35 @@ std::string vectors_block(const json& vectors, const json* path, const std::stri
   return out + details("Tables: similarities and PCA", tables);
 }
 
-std::string kernel_block(const json& kernel, const std::string& colour, const std::string& id) {
-  const std::vector<double> distance = numbers(member(kernel, "distance"));
-  const std::vector<double> score = numbers(member(kernel, "score"));
-  const double head_dim = number_at(kernel, "head_dim");
+// One value by distance (the RoPE kernel's score, the q/k scale): the line, its hover text
+// "<distance label><d>: <value name> <v>" and the table's rows, the distances `keep` says.
+struct DistanceLine {
   charts::Series series;
-  series.name = "score";
-  series.colour = colour;
-  series.markers = true;
   std::vector<std::vector<Cell>> rows;
-  for (size_t k = 0; k < distance.size() && k < score.size(); ++k) {
-    series.x.push_back(distance[k]);
-    series.y.push_back(score[k]);
-    series.tips.push_back("distance " + html::compact(distance[k]) + ": score " + html::fixed(score[k], 4));
-    rows.push_back({number_cell(distance[k], 0), number_cell(score[k], 4)});
+};
+DistanceLine distance_line(const json& entry, const char* value_key, const std::string& value_name,
+                           const std::string& distance_label, const std::string& colour,
+                           const std::function<bool(double)>& keep = {}) {
+  const std::vector<double> distance = numbers(member(entry, "distance"));
+  const std::vector<double> value = numbers(member(entry, value_key));
+  DistanceLine out;
+  out.series.name = value_name;
+  out.series.colour = colour;
+  out.series.markers = true;
+  for (size_t k = 0; k < distance.size() && k < value.size(); ++k) {
+    if (keep && !keep(distance[k])) continue;
+    out.series.x.push_back(distance[k]);
+    out.series.y.push_back(value[k]);
+    out.series.tips.push_back(distance_label + html::compact(distance[k]) + ": " + value_name + " " +
+                              html::fixed(value[k], 4));
+    out.rows.push_back({number_cell(distance[k], 0), number_cell(value[k], 4)});
   }
+  return out;
+}
+
+std::string kernel_block(const json& kernel, const std::string& colour, const std::string& id) {
+  const double head_dim = number_at(kernel, "head_dim");
+  const auto [series, rows] = distance_line(kernel, "score", "score", "distance ", colour);
   charts::Axes axes;
   axes.x_label = "relative distance between query and key positions";
   axes.y_label = "kernel score";
@@ -295,20 +310,9 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
 }
 // The q/k scale (xpos): the factor on q_i . k_j against i - j, averaged over the pairs.
 std::string qk_scale_block(const json& scale, const std::string& colour, bool causal, const std::string& id) {
-  const std::vector<double> distance = numbers(member(scale, "distance"));
-  const std::vector<double> factor = numbers(member(scale, "scale"));
-  charts::Series series;
-  series.name = "scale";
-  series.colour = colour;
-  series.markers = true;
-  std::vector<std::vector<Cell>> rows;
-  for (size_t k = 0; k < distance.size() && k < factor.size(); ++k) {
-    if (causal && distance[k] < 0) continue;  // keys the causal mask hides
-    series.x.push_back(distance[k]);
-    series.y.push_back(factor[k]);
-    series.tips.push_back("i - j = " + html::compact(distance[k]) + ": scale " + html::fixed(factor[k], 4));
-    rows.push_back({number_cell(distance[k], 0), number_cell(factor[k], 4)});
-  }
+  // Under the causal mask, the negative distances are keys the mask hides.
+  const auto [series, rows] = distance_line(scale, "scale", "scale", "i - j = ", colour,
+                                            [causal](double d) { return !causal || d >= 0; });
   charts::Axes axes;
   axes.x_label = "signed distance d = i - j (query minus key)";
   axes.y_label = "scale of q.k";
