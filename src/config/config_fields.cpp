@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "config/compare_json.h"
+#include "task/task_kind.h"
 
 namespace copytask {
 namespace {
@@ -84,13 +85,13 @@ std::vector<ConfigField> make_fields() {
             "share held out; test inputs never occur in train",
             reals([](double x) { return x > 0 && x < 1; }, "must be strictly between 0 and 1")),
       field("task.seed", &Config::task, &TaskConfig::seed, S::study,
-            "the data's seed: the same data for every scheme and seed of a study",
+            "the data's seed: the same data for every scheme and seed of a study that share a task",
             ints(0, kNoLimit, "must be >= 0")),
       field("task.kind", &Config::task, &TaskConfig::kind, S::scheme,
             "what the output does with the content: `copy` it, `reverse` it, or `selective`: copy the content "
             "tokens from among noise tokens (token V-2, so content is 1..V-3). May differ between schemes: each "
             "kind gets its own data, drawn from `task.seed`",
-            choice({"copy", "reverse", "selective"}, "must be copy, reverse or selective")),
+            choice(task_kind_names(), "must be copy, reverse or selective")),
       field("task.noise", &Config::task, &TaskConfig::noise, S::scheme,
             "selective: the share of noise tokens before `<copy>`: round(k * noise / (1 - noise)) of them with k "
             "content tokens, at random places",
