@@ -72,8 +72,10 @@ LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConf
     data.inputs.push_back(torch::tensor(set.examples.inputs, torch::kLong).view({N, T}).to(device));    // (N, T)
     data.targets.push_back(torch::tensor(set.examples.targets, torch::kLong).view({N, T}).to(device));  // (N, T)
     std::vector<int64_t> output_at, source_at;
+    std::vector<OutputSources> all_sources;
     for (int64_t n = 0; n < N; ++n) {
-      const OutputSources sources = output_sources(task, set.examples.inputs.data() + n * T, T);
+      const OutputSources& sources =
+          all_sources.emplace_back(output_sources(task, set.examples.inputs.data() + n * T, T));
       for (int64_t j = 0; j < k; ++j) {
         output_at.push_back(sources.output_begin() + j);
         source_at.push_back(sources.sources[j]);
@@ -82,6 +84,7 @@ LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConf
     data.output_at.push_back(torch::tensor(output_at, torch::kLong).view({N, k}).to(device));  // (N, k)
     data.source_at.push_back(torch::tensor(source_at, torch::kLong).view({N, k}).to(device));  // (N, k)
     data.host_inputs.push_back(set.examples.inputs);
+    data.host_sources.push_back(std::move(all_sources));
   }
   return data;
 }
@@ -130,7 +133,7 @@ void length_chunk_add(Encoder& model, const LengthData& data, size_t i, int64_t 
   const bool* ok = host_correct.data_ptr<bool>();
   for (int64_t e = 0; e < n; ++e) {
     const int64_t* input = data.host_inputs[i].data() + (start + e) * T;
-    const OutputSources sources = output_sources(data.task, input, T);
+    const OutputSources& sources = data.host_sources[i][start + e];
     for (int64_t m = 0; m < M; ++m)
       for (int64_t j = 0; j < k; ++j) {
         const int64_t at = (m * n + e) * k + j;
@@ -209,6 +212,7 @@ LengthData LengthData::only(size_t i) const {
   one.output_at = {output_at[i]};
   one.source_at = {source_at[i]};
   one.host_inputs = {host_inputs[i]};
+  one.host_sources = {host_sources[i]};
   one.task = task;
   one.trained_context = trained_context;
   return one;

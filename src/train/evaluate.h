@@ -34,10 +34,11 @@ struct LengthData {
   std::vector<bool> trained;  // a length the training split holds
   std::vector<torch::Tensor> inputs, targets;
   // Per length, what each output copies (task/task_kind.h): the output's position and its
-  // source's, (N_k, k) int64 on the device; and the inputs on the host, N_k x T_k, for the
-  // error kinds. The task says what the tokens are.
+  // source's, (N_k, k) int64 on the device; and on the host, for the error kinds, the inputs
+  // (N_k x T_k) and each example's sources. The task says what the tokens are.
   std::vector<torch::Tensor> output_at, source_at;
   std::vector<std::vector<int64_t>> host_inputs;
+  std::vector<std::vector<OutputSources>> host_sources;
   TaskConfig task;
   // RoPE's rescalings evaluated beside the plain numbers at the end (eval.rope_rescaling,
   // eval.rope_factor; 0 = per length), and the context the members trained at.
