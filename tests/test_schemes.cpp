@@ -137,7 +137,7 @@ TEST(Schemes, UndefinedFormsAreRefusedWithTheReason) {
     for (const Hook* hook : scheme->hooks()) reads = reads || hook->reads_positions();
     const SchemeProblem refused = positional_problem(random);
     EXPECT_EQ(refused.problem.empty(), reads) << name << ": " << refused.problem;
-    if (!reads) EXPECT_EQ(refused.key, "model.random_positions") << name;
+    if (!reads) { EXPECT_EQ(refused.key, "model.random_positions") << name; }
   }
 }
 

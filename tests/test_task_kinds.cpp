@@ -60,7 +60,7 @@ TEST(TaskKinds, SelectiveHidesTheContentAmongNoiseAtTheStatedRate) {
   for (const CopySplit* split : {&data.train, &data.test})
     for (int64_t i = 0; i < split->count; ++i) {
       const auto input = row(split->inputs, i, T), target = row(split->targets, i, T);
-      if (split == &data.test) ASSERT_EQ(train_inputs.count(input), 0u) << "a test input is in train";
+      if (split == &data.test) { ASSERT_EQ(train_inputs.count(input), 0u) << "a test input is in train"; }
       const int64_t copy_at = std::find(input.begin(), input.end(), 10) - input.begin();
       std::vector<int64_t> content;
       int64_t noise_tokens = 0;
@@ -130,7 +130,7 @@ TEST(TaskKinds, LengthSetsOfEachKindHoldWholeExamplesNeverTrainedOn) {
         const OutputSources sources = output_sources(task, input.data(), set.context);
         ASSERT_EQ(sources.length(), set.length) << kind;
         ASSERT_LE(sources.output_begin() + set.length, set.context) << kind << ": the whole output fits";
-        if (set.context == task.context) ASSERT_EQ(trained.count(input), 0u) << kind << ": a trained input";
+        if (set.context == task.context) { ASSERT_EQ(trained.count(input), 0u) << kind << ": a trained input"; }
       }
     }
     // A longer range keeps the shorter lengths' examples.
@@ -163,8 +163,8 @@ TEST(TaskKinds, EachOutputsSourceIsWhereABruteForceSearchFindsItsToken) {
           if (input[t] == wanted) found = t;
         ASSERT_EQ(sources.sources[j], found) << kind << " example " << i << " output " << j;
         const int64_t distance = sources.output_begin() + j - found;
-        if (kind == "copy") ASSERT_EQ(distance, sources.length() + 1) << "copy reads k + 1 back";
-        if (kind == "reverse") ASSERT_EQ(distance, 2 * j + 2) << "reverse reads 2j + 2 back at every k";
+        if (kind == "copy") { ASSERT_EQ(distance, sources.length() + 1) << "copy reads k + 1 back"; }
+        if (kind == "reverse") { ASSERT_EQ(distance, 2 * j + 2) << "reverse reads 2j + 2 back at every k"; }
         ++checked;
       }
     }

@@ -47,6 +47,14 @@ def arms():
     return out
 
 
+def each_arm():
+    """(arm name, results.json entry) for every arm, by scheme, then copy, reverse, selective."""
+    for scheme, kinds in arms().items():
+        for kind in KINDS:
+            if kind in kinds:
+                yield (scheme if kind == "copy" else scheme + "." + kind), kinds[kind]
+
+
 def runs_at(entry, k, key):
     """Each seed's value of `key` at length k (None where skipped)."""
     out = []
@@ -133,22 +141,17 @@ def attention():
     """The copying head's mean attention on the source at k = N, N+1, 2N, 4N, per arm."""
     print("| arm | head | k = N | k = N+1 | k = 2N | k = 4N |")
     print("|---|---|---|---|---|---|")
-    for scheme, kinds in arms().items():
-        for kind in KINDS:
-            entry = kinds.get(kind)
-            if entry is None:
-                continue
-            head = copying_head(entry)
-            if head is None:
-                continue
-            n = n_of(entry)
-            by_length = entry["length_generalization"]["by_length"]
-            values = []
-            for k in (n, n + 1, 2 * n, 4 * n):
-                one = by_length.get(str(k), {}).get("source_attention")
-                values.append("%.2f" % one[head[0]][head[1]] if one else "-")
-            name = scheme if kind == "copy" else scheme + "." + kind
-            print("| %s | %d.%d | %s |" % (name, head[0] + 1, head[1] + 1, " | ".join(values)))
+    for name, entry in each_arm():
+        head = copying_head(entry)
+        if head is None:
+            continue
+        n = n_of(entry)
+        by_length = entry["length_generalization"]["by_length"]
+        values = []
+        for k in (n, n + 1, 2 * n, 4 * n):
+            one = by_length.get(str(k), {}).get("source_attention")
+            values.append("%.2f" % one[head[0]][head[1]] if one else "-")
+        print("| %s | %d.%d | %s |" % (name, head[0] + 1, head[1] + 1, " | ".join(values)))
 
 
 def errors():
@@ -156,36 +159,26 @@ def errors():
     names = ("stop", "neighbour", "content", "noise", "absent")
     print("| arm | wrong | " + " | ".join(names) + " |")
     print("|---|---|" + "---|" * len(names))
-    for scheme, kinds in arms().items():
-        for kind in KINDS:
-            entry = kinds.get(kind)
-            if entry is None:
-                continue
-            one = entry["length_generalization"]["by_length"].get(str(2 * n_of(entry)), {})
-            if "errors" not in one:
-                continue
-            shares = [one["errors"].get(name, float("nan")) for name in names]
-            name = scheme if kind == "copy" else scheme + "." + kind
-            print("| %s | %.2f | %s |" % (name, sum(shares), " | ".join("%.2f" % v for v in shares)))
+    for arm, entry in each_arm():
+        one = entry["length_generalization"]["by_length"].get(str(2 * n_of(entry)), {})
+        if "errors" not in one:
+            continue
+        shares = [one["errors"].get(name, float("nan")) for name in names]
+        print("| %s | %.2f | %s |" % (arm, sum(shares), " | ".join("%.2f" % v for v in shares)))
 
 
 def entropy():
     """The output rows' attention entropy (nats, mean over blocks and heads) at k = N, 2N, 4N."""
     print("| arm | k = N | k = 2N | k = 4N |")
     print("|---|---|---|---|")
-    for scheme, kinds in arms().items():
-        for kind in KINDS:
-            entry = kinds.get(kind)
-            if entry is None:
-                continue
-            n = n_of(entry)
-            by_length = entry["length_generalization"]["by_length"]
-            values = []
-            for k in (n, 2 * n, 4 * n):
-                one = by_length.get(str(k), {}).get("entropy")
-                values.append("%.2f" % mean([v for heads in one for v in heads]) if one else "-")
-            name = scheme if kind == "copy" else scheme + "." + kind
-            print("| %s | %s |" % (name, " | ".join(values)))
+    for name, entry in each_arm():
+        n = n_of(entry)
+        by_length = entry["length_generalization"]["by_length"]
+        values = []
+        for k in (n, 2 * n, 4 * n):
+            one = by_length.get(str(k), {}).get("entropy")
+            values.append("%.2f" % mean([v for heads in one for v in heads]) if one else "-")
+        print("| %s | %s |" % (name, " | ".join(values)))
 
 
 if __name__ == "__main__":
