@@ -8,7 +8,13 @@
 #   BEFORE=/tmp/old/copytask scripts/bench.sh
 #                               # also times another copytask binary (e.g. the previous
 #                               # commit's build) on cases 1-3, 5 and 6, alternating with this one,
-#                               # and prints this build's speed relative to it
+#                               # and prints this build's speed relative to it; case 7 then
+#                               # times this build with its AVX2 kernels forced
+#                               # (COPYTASK_CPU_KERNEL=x86-64-v3) beside BEFORE
+#   CASES="3 7" scripts/bench.sh
+#                               # only these cases (default: all)
+# Every copytask row also says which CPU kernels ran (x86-64-v4, x86-64-v3, generic) and the
+# share of this CPU's FMA peak its step reached (copytask bench prints how it got the peak).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +26,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 before=${BEFORE:-}
+cases=${CASES:-1 2 3 4 5 6 7}
+want() { [[ " $cases " == *" $1 "* ]]; }
 # copytask_case KEY bench-arguments...: times this build (and the BEFORE binary, the two
 # alternating, twice each, the better median kept for each) into $out/copytask_KEY.json.
 copytask_case() {
@@ -47,29 +55,39 @@ print(f"  this build {now['member_steps_per_second']:.2f} m-s/s, before {then['m
 PY
 }
 
+if want 1; then
 echo "== case 1: reference protocol, full batch of 9000, one member"
 copytask_case reference --config configs/reference.json train.seeds=[0] --warmup 2 --steps "$steps"
 "$python" scripts/baseline_pytorch.py --members 1 --batch-size 0 --lr 3e-4 --warmup 2 --steps "$steps" \
   --json "$out/baseline_reference.json"
+fi
 
+if want 2; then
 echo "== case 2: quick recipe, batch 128, 18 members (6 schemes x 3 seeds)"
 copytask_case quick --compare --config configs/quick.json --warmup 3 --steps "$steps"
 "$python" scripts/baseline_pytorch.py --members 18 --positional mixed --batch-size 128 --lr 0.002 \
   --warmup 3 --steps "$steps" --json "$out/baseline_quick.json"
+fi
 
+if want 3; then
 echo "== case 3: the reference study, full batch, 30 members (6 schemes x 5 seeds); fewer steps, each is long"
 copytask_case study --compare --config configs/reference.json --warmup 1 --steps "${STUDY_STEPS:-3}"
 "$python" scripts/baseline_pytorch.py --members 30 --positional mixed --batch-size 0 --lr 3e-4 \
   --warmup 1 --steps "${STUDY_STEPS:-3}" --json "$out/baseline_study.json"
+fi
 
+if want 4; then
 echo "== case 4: configs/quick.json's whole comparison (18 members, 1200 steps, evaluations and files), build excluded"
 start=$(date +%s.%N)
 build/copytask compare --config configs/quick.json --out "$out/quick-study" > "$out/quick-study.log" 2>&1
 python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)" > "$out/quick_seconds"
 tail -n 9 "$out/quick-study.log"
+fi
 
+if want 5; then
 echo "== case 5: the relative biases on the fused step: configs/relative-biases-quick.json (ALiBi variants, t5, dynamic, kerple, fire; batch 128)"
 copytask_case relative --compare --config configs/relative-biases-quick.json --warmup 3 --steps "$steps"
+fi
 
 # Each scheme on its own, the quick recipe's 3 seeds at batch 128: the nine schemes that were
 # there before the hooks (beside BEFORE when given), then the schemes and options that read
@@ -79,6 +97,7 @@ new_schemes=("xpos model.causal=true" cope "cope model.causal=true" fox "fox mod
              "alibi model.dape=true" "t5 model.dape=true" "rope model.length_scale=true"
              "alibi model.causal=true model.length_scale=true")
 # A step of 3 members takes milliseconds: 5 times the steps, so each timing lasts long enough.
+if want 6; then
 echo "== case 6: each scheme alone, quick recipe (3 seeds, batch 128)"
 for scheme in "${old_schemes[@]}"; do
   copytask_case "scheme_$scheme" --config configs/quick.json model.positional=$scheme --warmup 10 --steps $((5 * steps)) \
@@ -92,53 +111,89 @@ for i in "${!new_schemes[@]}"; do
     --json "$out/copytask_new_$i.json" > "$out/new_$i.log"
   echo "${new_schemes[$i]}" > "$out/new_$i.name"
 done
+fi
+
+# AVX2-only machines must not get slower: this build with its x86-64-v3 kernels forced, beside
+# BEFORE (which ignores the variable), on the reference study's and the quick recipe's batches.
+if want 7 && [ -n "$before" ]; then
+echo "== case 7: this build's AVX2 kernels forced (COPYTASK_CPU_KERNEL=x86-64-v3) beside BEFORE"
+COPYTASK_CPU_KERNEL=x86-64-v3 copytask_case study_v3 --compare --config configs/reference.json --warmup 1 \
+  --steps "${STUDY_STEPS:-3}"
+COPYTASK_CPU_KERNEL=x86-64-v3 copytask_case quick_v3 --compare --config configs/quick.json --warmup 3 --steps "$steps"
+fi
 
 "$python" - "$out" <<'PY'
 import json, os, sys
 out = sys.argv[1]
+def have(name):
+    return os.path.exists(os.path.join(out, name))
 def load(name):
     with open(os.path.join(out, name)) as f:
         return json.load(f)
+def kernel(c):
+    peak = c.get("cpu_peak")
+    share = f"{100 * peak['share']:.1f}% of FMA peak" if peak else "peak unknown"
+    return f"{c.get('cpu_kernel') or c['training_step']}, {c['flops_per_second'] / 1e9:.1f} GFLOP/s, {share}"
 rows = [("reference, full batch, 1 member", "reference"), ("quick, batch 128, 18 members", "quick"),
         ("reference study, full batch, 30", "study")]
 print()
 print(f"{'case':34} {'copytask':>16} {'pytorch eager':>16} {'ratio':>7}   {'copytask RSS':>12} {'baseline RSS':>12}   target")
 for label, key in rows:
+    if not have(f"copytask_{key}.json"):
+        continue
     c, b = load(f"copytask_{key}.json"), load(f"baseline_{key}.json")
     ratio = c["member_steps_per_second"] / b["member_steps_per_second"]
     target = "" if key == "study" else ("  >= 4x: met" if ratio >= 4 else "  >= 4x: NOT met")
     print(f"{label:34} {c['member_steps_per_second']:10.2f} m-s/s {b['member_steps_per_second']:10.2f} m-s/s "
           f"{ratio:6.2f}x   {c['peak_rss_mib']:9.0f} MiB {b['peak_rss_mib']:9.0f} MiB {target}")
-relative = load("copytask_relative.json")
-print(f"{'relative biases, batch 128, ' + str(relative['members']):34} {relative['member_steps_per_second']:10.2f} m-s/s "
-      f"{'(no baseline)':>16} {'':>7}   {relative['peak_rss_mib']:9.0f} MiB {'':>12}   step: {relative['training_step']}")
+    print(f"{'':34} CPU kernels {kernel(c)}")
+if have("copytask_relative.json"):
+    relative = load("copytask_relative.json")
+    print(f"{'relative biases, batch 128, ' + str(relative['members']):34} {relative['member_steps_per_second']:10.2f} m-s/s "
+          f"{'(no baseline)':>16} {'':>7}   {relative['peak_rss_mib']:9.0f} MiB {'':>12}   step: {relative['training_step']}")
+    print(f"{'':34} CPU kernels {kernel(relative)}")
 old_schemes = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire"]
-print()
-print(f"{'scheme alone, quick recipe, 3 seeds':34} {'this build':>16}   step")
-for name in old_schemes:
-    c = load(f"copytask_scheme_{name}.json")
-    print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {c['training_step']}")
-i = 0
-while os.path.exists(os.path.join(out, f"copytask_new_{i}.json")):
-    c = load(f"copytask_new_{i}.json")
-    with open(os.path.join(out, f"new_{i}.name")) as f:
-        name = f.read().strip()
-    print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {c['training_step']}")
-    i += 1
-if os.path.exists(os.path.join(out, "before_quick.json")):
+if have("copytask_scheme_none.json"):
+    print()
+    print(f"{'scheme alone, quick recipe, 3 seeds':34} {'this build':>16}   step")
+    for name in old_schemes:
+        c = load(f"copytask_scheme_{name}.json")
+        print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {kernel(c)}")
+    i = 0
+    while have(f"copytask_new_{i}.json"):
+        c = load(f"copytask_new_{i}.json")
+        with open(os.path.join(out, f"new_{i}.name")) as f:
+            name = f.read().strip()
+        print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {kernel(c)}")
+        i += 1
+compared = [(label, key) for label, key in rows + [("relative biases, batch 128", "relative")]
+            + [(name + " alone", "scheme_" + name) for name in old_schemes]
+            + [("reference study, 30, forced v3", "study_v3"), ("quick, 18, forced v3", "quick_v3")]
+            if have(f"before_{key}.json")]
+if compared:
     print()
     print(f"{'case':34} {'this build':>16} {'BEFORE':>16} {'ratio':>7}   target")
-    rows += [("relative biases, batch 128", "relative")] + [(name + " alone", "scheme_" + name) for name in old_schemes]
-    for label, key in rows:
+    for label, key in compared:
         c, b = load(f"copytask_{key}.json"), load(f"before_{key}.json")
         ratio = c["member_steps_per_second"] / b["member_steps_per_second"]
+        if key == "study" and c.get("cpu_kernel") == "x86-64-v4":
+            peak = c.get("cpu_peak")
+            share = peak["share"] if peak else 0
+            target = (f">= 1.6x: {'met' if ratio >= 1.6 else 'NOT met'}; >= 25% of the FMA peak "
+                      f"({100 * share:.1f}%): {'met' if share >= 0.25 else 'NOT met'}")
+        elif key in ("quick",):
+            target = f"faster: {'met' if ratio > 1 else 'NOT met'}"
+        else:
+            target = f">= 0.95x (within 5%): {'met' if ratio >= 0.95 else 'NOT met'}"
         print(f"{label:34} {c['member_steps_per_second']:10.2f} m-s/s {b['member_steps_per_second']:10.2f} m-s/s "
-              f"{ratio:6.3f}x   >= 0.95x (within 5%): {'met' if ratio >= 0.95 else 'NOT met'}")
-with open(os.path.join(out, "quick_seconds")) as f:
-    quick_seconds = float(f.read())
-print(f"{'configs/quick.json, whole compare':34} {quick_seconds:10.1f} s     "
-      f"{'':>16} {'':>7}   {'':>12} {'':>12}   < 60 s: {'met' if quick_seconds < 60 else 'NOT met'}")
+              f"{ratio:6.3f}x   {target}")
+if have("quick_seconds"):
+    with open(os.path.join(out, "quick_seconds")) as f:
+        quick_seconds = float(f.read())
+    print(f"{'configs/quick.json, whole compare':34} {quick_seconds:10.1f} s     "
+          f"{'':>16} {'':>7}   {'':>12} {'':>12}   < 60 s: {'met' if quick_seconds < 60 else 'NOT met'}")
 print("m-s/s = member-steps per second (one training step of one model); ratio = copytask / baseline")
-print(f"LibTorch {load('copytask_quick.json')['libtorch']} / torch {load('baseline_quick.json')['torch']}, "
-      f"{load('copytask_quick.json')['threads']} threads, {os.cpu_count()} cores")
+any_run = next((load(n) for n in sorted(os.listdir(out)) if n.startswith("copytask_") and n.endswith(".json")), None)
+if any_run:
+    print(f"LibTorch {any_run['libtorch']}, {any_run['threads']} threads, {os.cpu_count()} cores")
 PY

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "config/config_fields.h"
+#include "model/cpu_variant.h"
 #include "model/positional.h"
 #include "train/interrupt.h"
 #include "version.h"
@@ -56,6 +57,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     const int code = app.exit(error);  // prints help, or the parse error with a hint
     return code == 0 ? copytask::kExitOk : copytask::kExitBadInput;
+  }
+  // A forced CPU kernel variant this CPU cannot run, or a misspelt one, stops here.
+  if (const std::string message = copytask::cpu_variant_from_environment(); !message.empty()) {
+    std::fprintf(stderr, "copytask: %s\n", message.c_str());
+    return copytask::kExitBadInput;
   }
   // Each command runs inside command_run, which turns what it throws into the message and
   // the exit code (cli/command_errors.h).

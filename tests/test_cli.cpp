@@ -10,6 +10,7 @@
 #include <torch/cuda.h>
 
 #include "cli_util.h"
+#include "model/cpu_variant.h"
 
 namespace copytask {
 namespace {
@@ -92,6 +93,7 @@ TEST(Cli, TrainWritesEveryFileWithItsKeys) {
   }
   EXPECT_EQ(run_info["status"], "ok");
   EXPECT_EQ(run_info["device"], "cpu");
+  EXPECT_EQ(run_info["cpu_kernel"], cpu_variant_name(cpu_variant_default()));
   // Which training step ran, for the run, each batch and each member.
   EXPECT_EQ(run_info["training_step"], "fused CPU");
   ASSERT_EQ(run_info["batches"].size(), 1u);
@@ -240,6 +242,36 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   EXPECT_GT(numbers["peak_rss_mib"].get<double>(), 10.0);
   EXPECT_NEAR(numbers["flops_per_second"].get<double>(),
               numbers["flops_per_step"].get<double>() / numbers["step_seconds_median"].get<double>(), 1e-6 * 1e9);
+  // The CPU kernels' variant that ran, and the share of the FMA peak: the rate over cores x
+  // clock x FLOP per cycle, each recorded with where it came from.
+  EXPECT_EQ(numbers["cpu_kernel"], cpu_variant_name(cpu_variant_default()));
+  EXPECT_NE(single.output.find(std::string("CPU kernels ") + cpu_variant_name(cpu_variant_default())), std::string::npos)
+      << single.output;
+  if (!numbers["cpu_peak"].is_null()) {
+    const auto& peak = numbers["cpu_peak"];
+    EXPECT_NEAR(peak["flops_per_second"].get<double>(),
+                peak["cores"].get<double>() * peak["clock_ghz"].get<double>() * 1e9 * peak["flop_per_cycle"].get<double>(),
+                1.0);
+    EXPECT_NEAR(peak["share"].get<double>(),
+                numbers["flops_per_second"].get<double>() / peak["flops_per_second"].get<double>(), 1e-9);
+    EXPECT_FALSE(peak["clock_source"].get<std::string>().empty());
+    EXPECT_NE(single.output.find("share of FMA peak"), std::string::npos) << single.output;
+  }
+  // A forced variant: the generic one runs and is recorded; one that names nothing, or that
+  // this CPU lacks, stops before any work (exit 2) with what to set instead.
+  Outcome generic = run(std::string("bench --warmup 0 --steps 1 --json ") + json.string() + " " + kTiny,
+                        "COPYTASK_CPU_KERNEL=generic ");
+  ASSERT_EQ(generic.exit_code, 0) << generic.output;
+  EXPECT_EQ(read_json(json)["cpu_kernel"], "generic");
+  Outcome bogus = run(std::string("bench --steps 1 ") + kTiny, "COPYTASK_CPU_KERNEL=avx9000 ");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.output;
+  EXPECT_NE(bogus.output.find("COPYTASK_CPU_KERNEL: 'avx9000' names no CPU kernel variant"), std::string::npos)
+      << bogus.output;
+  if (!cpu_variant_missing(CpuVariant::x86_64_v4).empty()) {
+    Outcome lacking = run(std::string("bench --steps 1 ") + kTiny, "COPYTASK_CPU_KERNEL=x86-64-v4 ");
+    EXPECT_EQ(lacking.exit_code, 2) << lacking.output;
+    EXPECT_NE(lacking.output.find("it lacks"), std::string::npos) << lacking.output;
+  }
 
   // --compare: the first batch of the study, all six default schemes x 2 seeds.
   Outcome study = run(std::string("bench --compare --warmup 0 --steps 1 --json ") + json.string() + " " + kTiny);

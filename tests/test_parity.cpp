@@ -2,11 +2,13 @@
 // float64): logits, loss, attention weights and every gradient (the schemes' parameters'
 // too), for every scheme and option variant with the causal mask off and on, on the
 // LibTorch model and on the fused CPU step. The C++ model runs in float32, so the
-// tolerance is float32's.
+// tolerance is float32's. The fused step's check runs on every compiled variant of the CPU
+// kernels this CPU can execute (cpu_variants.h).
 #include <fstream>
 
 #include <gtest/gtest.h>
 
+#include "cpu_variants.h"
 #include "model/fused_cpu.h"
 #include "model/positional.h"
 #include "parity_fixtures.h"
@@ -16,9 +18,12 @@ namespace copytask {
 namespace {
 using namespace test::parity;
 
+class Parity : public test::CpuVariantTest {};
+INSTANTIATE_CPU_VARIANTS(Parity);
+
 // Loads every fixture into its own member of ONE mixed batch, so the test checks each
 // scheme and the member machinery (per-member schemes, masks, gradients) at once.
-TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
+TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
   const int64_t M = static_cast<int64_t>(fixtures.size());
@@ -147,7 +152,7 @@ TEST(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
 
 // The same check must fail when the model is wrong: perturb one weight of one member and
 // the comparison has to notice (guards against a parity test that cannot fail).
-TEST(Parity, DetectsAPerturbedWeight) {
+TEST(ParityCheck, DetectsAPerturbedWeight) {
   Fixture fixture = load_fixture("t5", false);
   const auto& config = fixture.json["config"];
   Encoder model(shape_of(config), std::vector<MemberSpec>{{"t5", 0, "t5", false, options_of(config)}}, torch::kCPU);

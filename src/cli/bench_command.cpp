@@ -50,7 +50,8 @@ int bench_command_run(const BenchCommandOptions& options) {
   const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
   std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
               static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
-  std::printf("training step      %s\n", result.step.c_str());
+  std::printf("training step      %s%s\n", result.step.c_str(),
+              result.cpu_kernel.empty() ? "" : (", CPU kernels " + result.cpu_kernel).c_str());
   if (!result.fallback_reason.empty())
     spdlog::warn("timed the autograd step, not the faster one meant for these members: {}", result.fallback_reason);
   std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
@@ -59,6 +60,12 @@ int bench_command_run(const BenchCommandOptions& options) {
   std::printf("tokens/s           %.0f\n", result.tokens_per_second);
   std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
               result.flops_per_second / 1e9, result.flops_per_step / 1e9);
+  if (result.peak_flops_per_second > 0)
+    std::printf("share of FMA peak  %.1f%% of %.1f GFLOP/s = %lld core(s) x %.2f GHz (%s) x %.0f FLOP/cycle (%s)\n",
+                100.0 * result.peak_share, result.peak_flops_per_second / 1e9, static_cast<long long>(result.cores),
+                result.clock_ghz, result.clock_source.c_str(), result.flop_per_cycle, result.flop_per_cycle_why.c_str());
+  else if (device.is_cpu())
+    std::printf("share of FMA peak  unknown: no clock found (%s)\n", result.clock_source.c_str());
   std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
   if (!options.json_file.empty()) {
     nlohmann::json out = bench_json(result);

@@ -3,8 +3,9 @@
 // forward and one per its backward (llm.c's layout). model/fused_cpu.cpp composes them
 // into the training step and the evaluation forward pass; nothing else implements them.
 // Everything is row-major float32; weights are (in, out), as the LibTorch model stores them.
-// The functions are always inlined into their caller, so each of its compiled clones
-// (model/fused_cpu.cpp: x86-64-v3 and generic) gets them with its own instructions.
+// The functions are always inlined into their caller, so each of its compiled variants
+// (x86-64-v4, x86-64-v3 and generic: on_cpu_variant below) gets them with its own
+// instructions.
 //
 // Shapes of one example: T positions, D embed, H heads, Dh = D / H, F FF hidden, V vocab;
 // q | k | v of a position are one row of 3D floats, head h at columns h*Dh of each third.
@@ -13,36 +14,104 @@
 #include <cstdint>
 #include <limits>
 
+#include "model/cpu_variant.h"
+
 #define COPYTASK_INLINE inline __attribute__((always_inline))
-// The hot functions are compiled twice, for x86-64-v3 (AVX2 and FMA) and for the generic
-// target, and the loader picks one for the CPU it runs on; the layers below are inlined into
-// each so they get the same instructions. The fused step (model/fused_cpu.cpp) and the
-// hooks' kernels (model/hooks/*.cpp) mark theirs so.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define COPYTASK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define COPYTASK_CLONES
-#endif
-// Vec8 values are passed only between always-inlined functions, so the warning that their
-// ABI differs between the compiled clones does not apply.
+// Vec8 and Vec16 values are passed only between always-inlined functions, so the warning
+// that their ABI differs between the compiled variants does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace copytask::cpu {
 
+// ---- The compiled variants ------------------------------------------------------------
+// The hot functions are compiled three times, for x86-64-v4 (AVX-512: 16-wide registers),
+// x86-64-v3 (AVX2 and FMA: 8-wide) and the generic target, and cpu_variant_active()
+// (model/cpu_variant.h) picks one at every call. A kernel writes its body once, as an
+// always-inlined lambda of the register width's tag, and on_cpu_variant runs it:
+//
+//   return on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY { ...; matmul<decltype(lanes)>(...); });
+//
+// Each runner below has its target's instructions, and the body and every layer it calls
+// (always inlined) are compiled into it with them. The tag tells the layers that are written
+// for a width (the matrix products) which one to use.
+struct Lanes8 {
+  static constexpr int kWidth = 8;
+};
+struct Lanes16 {
+  static constexpr int kWidth = 16;
+};
+#define COPYTASK_KERNEL_BODY __attribute__((always_inline))
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define COPYTASK_CPU_VARIANTS 1
+// prefer-vector-width=512: GCC's x86-64-v4 otherwise vectorises the elementwise loops 8 wide.
+template <class Body>
+__attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) auto run_x86_64_v4(const Body& body) {
+  return body(Lanes16{});
+}
+template <class Body>
+__attribute__((noinline, target("arch=x86-64-v3"))) auto run_x86_64_v3(const Body& body) {
+  return body(Lanes8{});
+}
+#else
+#define COPYTASK_CPU_VARIANTS 0
+#endif
+template <class Body>
+__attribute__((noinline)) auto run_generic(const Body& body) {
+  return body(Lanes8{});
+}
+
+template <class Body>
+COPYTASK_INLINE auto on_cpu_variant(const Body& body) {
+#if COPYTASK_CPU_VARIANTS
+  switch (cpu_variant_active()) {
+    case CpuVariant::x86_64_v4: return run_x86_64_v4(body);
+    case CpuVariant::x86_64_v3: return run_x86_64_v3(body);
+    case CpuVariant::generic: break;
+  }
+#endif
+  return run_generic(body);
+}
+
 // ---- Small matrix products ------------------------------------------------------------
 
-// Eight floats, loaded and stored unaligned: the vector type of the matrix products (one
-// AVX register in the x86-64-v3 clone, two SSE registers otherwise).
+// Eight and sixteen floats, loaded and stored unaligned: the vector types of the matrix
+// products (one AVX register in the x86-64-v3 variant, two SSE registers in the generic
+// one; one AVX-512 register in the x86-64-v4 variant).
 typedef float Vec8 __attribute__((vector_size(32)));
+typedef float Vec16 __attribute__((vector_size(64)));
 COPYTASK_INLINE Vec8 load8(const float* p) {
   Vec8 v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
+COPYTASK_INLINE Vec16 load16(const float* p) {
+  Vec16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The first `width` floats of a vector, the others 0 / stored: through a buffer, so that the
+// vector is never indexed at a run-time lane (which would keep a whole tile of accumulators
+// in memory instead of registers).
+template <class Vec>
+COPYTASK_INLINE Vec load_partial(const float* p, int64_t width) {
+  float buffer[sizeof(Vec) / sizeof(float)] = {};
+  for (int64_t l = 0; l < width; ++l) buffer[l] = p[l];
+  Vec v;
+  __builtin_memcpy(&v, buffer, sizeof v);
+  return v;
+}
+template <class Vec>
+COPYTASK_INLINE void store_partial(float* p, const Vec& v, int64_t width) {
+  float buffer[sizeof(Vec) / sizeof(float)];
+  __builtin_memcpy(buffer, &v, sizeof v);
+  for (int64_t l = 0; l < width; ++l) p[l] = buffer[l];
+}
 
 // Every right-hand matrix (Bm below) is followed by this many readable floats: the
-// products read 8 columns at a time, so up to 7 past its end.
-constexpr int64_t kSlack = 8;
+// products read 8 (or 16) columns at a time, so up to 15 past its end.
+constexpr int64_t kSlack = 16;
 
 // Rows r < R of C (R x O) = (or +=, or = bias +) sum over k < K of
 // A[r * a_row + k * a_red] * Bm[k * O .. k * O + O). The R accumulators of one 8-column
@@ -74,36 +143,102 @@ COPYTASK_INLINE void matmul_rows(const float* A, int64_t a_row, int64_t a_red, c
   }
 }
 
-// All `rows` rows of C, four at a time.
+// The x86-64-v4 tile: rows r < R of C, columns o .. o + 16 NV (the last of the NV 16-column
+// vectors may hold fewer: its lanes past O are computed from the next row's or the slack's
+// floats and never stored). R x NV accumulators (up to 4 x 4 of the 32 AVX-512 registers)
+// stay in registers over the whole sum, so each loaded row of Bm and each broadcast element
+// of A serves several products. Every element is the same sum in the same order as in
+// matmul_rows (the first term, then one fused multiply-add per k): the variants agree bit
+// for bit.
+template <int R, int NV>
+COPYTASK_INLINE void matmul_tile16(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
+                                   float* C, int64_t K, int64_t O, int64_t o, bool accumulate) {
+  Vec16 acc[R][NV];
+  const int64_t last_width = std::min<int64_t>(16, O - o - 16 * (NV - 1));
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) {
+      const int64_t col = o + 16 * v;
+      acc[r][v] = Vec16{};
+      if (v < NV - 1 || last_width == 16) {
+        if (accumulate) acc[r][v] = load16(C + r * O + col);
+        else if (bias) acc[r][v] = load16(bias + col);
+      } else {
+        if (accumulate) acc[r][v] = load_partial<Vec16>(C + r * O + col, last_width);
+        else if (bias) acc[r][v] = load_partial<Vec16>(bias + col, last_width);
+      }
+    }
+  for (int64_t k = 0; k < K; ++k) {
+    Vec16 b[NV];
+    for (int v = 0; v < NV; ++v) b[v] = load16(Bm + k * O + o + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const float a = A[r * a_row + k * a_red];
+      for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < NV; ++v) {
+      const int64_t col = o + 16 * v;
+      if (v < NV - 1 || last_width == 16) __builtin_memcpy(C + r * O + col, &acc[r][v], sizeof(Vec16));
+      else store_partial(C + r * O + col, acc[r][v], last_width);
+    }
+}
+
+template <int R>
+COPYTASK_INLINE void matmul_rows16(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
+                                   float* C, int64_t K, int64_t O, bool accumulate) {
+  for (int64_t o = 0; o < O; o += 64) {
+    switch ((std::min<int64_t>(64, O - o) + 15) / 16) {
+      case 4: matmul_tile16<R, 4>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); break;
+      case 3: matmul_tile16<R, 3>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); break;
+      case 2: matmul_tile16<R, 2>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); break;
+      default: matmul_tile16<R, 1>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); break;
+    }
+  }
+}
+
+// All `rows` rows of C, four at a time, in the width of the variant (Lanes8 or Lanes16).
+template <class Lanes>
 COPYTASK_INLINE void matmul(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias, float* C,
                             int64_t rows, int64_t K, int64_t O, bool accumulate) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) matmul_rows<4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
-  switch (rows - r) {
-    case 3: matmul_rows<3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-    case 2: matmul_rows<2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-    case 1: matmul_rows<1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-    default: break;
+  if constexpr (Lanes::kWidth == 16) {
+    for (; r + 4 <= rows; r += 4) matmul_rows16<4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
+    switch (rows - r) {
+      case 3: matmul_rows16<3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      case 2: matmul_rows16<2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      case 1: matmul_rows16<1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      default: break;
+    }
+  } else {
+    for (; r + 4 <= rows; r += 4) matmul_rows<4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
+    switch (rows - r) {
+      case 3: matmul_rows<3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      case 2: matmul_rows<2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      case 1: matmul_rows<1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+      default: break;
+    }
   }
 }
 
 // ---- Linear -------------------------------------------------------------------------------
 
 // out (T, O) = in (T, I) @ w (I, O) + bias (O); bias may be null.
+template <class Lanes>
 COPYTASK_INLINE void linear_forward(const float* in, const float* w, const float* bias, float* out, int64_t T,
                                     int64_t I, int64_t O) {
-  matmul(in, I, 1, w, bias, out, T, I, O, false);
+  matmul<Lanes>(in, I, 1, w, bias, out, T, I, O, false);
 }
 
 // grad_w (I, O) += in^T @ grad_out; grad_bias (O) += the column sums of grad_out (when
 // given); grad_in (T, I) = grad_out @ w^T (when given), read from w_t = w^T (O, I).
+template <class Lanes>
 COPYTASK_INLINE void linear_backward(const float* in, const float* grad_out, const float* w_t, float* grad_w,
                                      float* grad_bias, float* grad_in, int64_t T, int64_t I, int64_t O) {
   if (grad_bias)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t o = 0; o < O; ++o) grad_bias[o] += grad_out[t * O + o];
-  matmul(in, 1, I, grad_out, nullptr, grad_w, I, T, O, true);  // rows i, summed over t
-  if (grad_in) matmul(grad_out, O, 1, w_t, nullptr, grad_in, T, O, I, false);
+  matmul<Lanes>(in, 1, I, grad_out, nullptr, grad_w, I, T, O, true);  // rows i, summed over t
+  if (grad_in) matmul<Lanes>(grad_out, O, 1, w_t, nullptr, grad_in, T, O, I, false);
 }
 
 // ---- Layer norm ---------------------------------------------------------------------------

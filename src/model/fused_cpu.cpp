@@ -12,10 +12,11 @@
 #include "model/hooks/cpu_hook.h"
 #include "model/hooks/registry.h"
 
-// The per-example functions are compiled twice (COPYTASK_CLONES, model/cpu_layers.h), for
-// x86-64-v3 (AVX2 and FMA) and for the generic target, and the loader picks one for the CPU
-// it runs on; the layers of cpu_layers.h are inlined into each so they get the same
-// instructions. The positional hooks' kernels are compiled the same way in their own files.
+// The per-example functions are compiled three times (on_cpu_variant, model/cpu_layers.h),
+// for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the generic target, and
+// cpu_variant_active() picks one (model/cpu_variant.h); the layers of cpu_layers.h are
+// inlined into each so they get the same instructions. The positional hooks' kernels are
+// compiled the same way in their own files.
 
 namespace copytask {
 namespace {
@@ -196,6 +197,7 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
 
 // The attention of block l in stages, for a member with hooks at the scores or softmax
 // site: scores, the score bias, the scores hooks, the softmax hooks, softmax and the mix.
+template <class Lanes>
 COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                               int64_t l, const float* dropout, ExampleWorkspace& work) {
   auto a = work.block(l);
@@ -215,6 +217,7 @@ COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConsta
 
 // Its backward, from grad_mixed (T, D): t.grad_qkv set, the hooks' gradients accumulated,
 // and the gradient the hooks send to the attention's input in the staged grad_input.
+template <class Lanes>
 COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                                int64_t l, const float* dropout, const float* grad_mixed,
                                                ExampleWorkspace& work) {
@@ -238,6 +241,7 @@ COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConst
 }
 
 // Block l's forward: x (T, D) in and out; keeps its activations in the workspace.
+template <class Lanes>
 COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, const HookExamples& e, int64_t l,
                                    bool dropout, ExampleWorkspace& work, float* x, float* scratch) {
   const int64_t T = s.T, D = s.D, F = s.F, TD = T * D, TF = T * F;
@@ -246,7 +250,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
   // x += dropout(proj(attention(ln1(x)))).
   layernorm_forward(x, c.value[block_index(l, kLn1W)], c.value[block_index(l, kLn1B)], a.normalized1, a.rstd1, a.attn_in,
                     T, D);
-  linear_forward(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, T, D, 3 * D);  // (T, 3D): q | k | v
+  linear_forward<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, T, D, 3 * D);  // (T, 3D): q | k | v
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
   for (size_t k = 0; k < c.query_key.size(); ++k) {
     c.hooks[c.query_key[k]]->query_key_forward(e[c.query_key[k]], l, a.qkv);
@@ -255,24 +259,25 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
       std::copy(a.qkv, a.qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots));
   }
   if (c.staged) {
-    attention_forward_staged(s, c, e, l, mask(kAttentionWeights), work);
+    attention_forward_staged<Lanes>(s, c, e, l, mask(kAttentionWeights), work);
   } else {
     const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
     attention_forward(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
   }
-  linear_forward(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
+  linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), TD);
   // x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
   layernorm_forward(x, c.value[block_index(l, kLn2W)], c.value[block_index(l, kLn2B)], a.normalized2, a.rstd2, a.ff_in,
                     T, D);
-  linear_forward(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)], a.pre_relu, T, D, F);
+  linear_forward<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)], a.pre_relu, T, D, F);
   relu_forward(a.pre_relu, mask(kHidden), a.hidden, TF);
-  linear_forward(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)], scratch, T, F, D);
+  linear_forward<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)], scratch, T, F, D);
   residual_forward(x, scratch, mask(kFeedForwardOutput), TD);
 }
 
 // Block l's backward: t.grad_x is d(loss)/d(the block's output) on entry, d(its input) on
 // exit; parameter and table gradients accumulate into `grad`.
+template <class Lanes>
 COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                     const std::vector<int64_t>& offset, int64_t l, bool dropout, ExampleWorkspace& work,
                                     float* grad) {
@@ -285,17 +290,17 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
 
   // Feed-forward: out = in + dropout(fc2(hidden)).
   residual_backward(t.grad_x, mask(kFeedForwardOutput), t.grad_a, TD);
-  linear_backward(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden, T, F, D);
+  linear_backward<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden, T, F, D);
   relu_backward(a.pre_relu, mask(kHidden), t.grad_hidden, t.grad_pre, TF);
-  linear_backward(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D, F);
+  linear_backward<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D, F);
   layernorm_backward(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W), grad_of(kLn2B),
                      t.grad_x, T, D);
 
   // Attention: out = in + dropout(proj(mixed)).
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, TD);
-  linear_backward(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, T, D, D);
+  linear_backward<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, T, D, D);
   if (c.staged) {
-    attention_backward_staged(s, c, e, l, mask(kAttentionWeights), t.grad_b, work);
+    attention_backward_staged<Lanes>(s, c, e, l, mask(kAttentionWeights), t.grad_b, work);
   } else {
     float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
     attention_backward(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv, grad_bias,
@@ -306,7 +311,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
     const float* made = k < snapshots ? work.snapshot(l, k, snapshots) : a.qkv;  // what hook k made
     c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, t.grad_qkv, made);
   }
-  linear_backward(a.attn_in, t.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, T, D, 3 * D);
+  linear_backward<Lanes>(a.attn_in, t.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, T, D, 3 * D);
   if (c.staged) {
     const float* from_hooks = work.staged(l).grad_input;  // a term that reads the attention's input (fox)
     for (int64_t i = 0; i < TD; ++i) t.grad_b[i] += from_hooks[i];
@@ -316,58 +321,64 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
 }
 
 // The forward pass of one example up to its logits (the tail's logits, (T, V)).
+template <class Lanes>
 COPYTASK_INLINE void example_forward(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                      const int64_t* tokens, int64_t token_stride, bool dropout, ExampleWorkspace& work) {
   auto t = work.tail();
   embedding_forward(c.value[kTok], tokens, token_stride, t.x, s.T, s.D);
   for (int k : c.embedding) c.hooks[k]->embedding_forward(e[k], t.x);
-  for (int64_t l = 0; l < s.L; ++l) block_forward(s, c, e, l, dropout, work, t.x, t.grad_a);
+  for (int64_t l = 0; l < s.L; ++l) block_forward<Lanes>(s, c, e, l, dropout, work, t.x, t.grad_a);
   layernorm_forward(t.x, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, s.T, s.D);
-  linear_forward(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
+  linear_forward<Lanes>(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
 }
 
 // Forward and backward of one example of one member; adds its parameter (and table)
 // gradients to `grad` and returns its summed cross-entropy over the T positions.
-COPYTASK_CLONES double example_forward_backward(const Shape& s, const MemberConstants& c,
-                                                const std::vector<int64_t>& offset, const DropoutLayout& layout,
-                                                const int64_t* tokens, int64_t token_stride, const int64_t* targets,
-                                                int64_t target_stride, const int64_t* pos, int64_t b, float loss_weight,
-                                                ExampleWorkspace& work, float* grad) {
-  const bool dropout = c.stream != nullptr;
-  if (dropout) masks_draw(s, c, layout, b, work);
-  HookExamples e;
-  hook_examples_begin(c, pos, grad, work, e);
-  example_forward(s, c, e, tokens, token_stride, dropout, work);
-  auto t = work.tail();
-  const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V);
+double example_forward_backward(const Shape& s, const MemberConstants& c, const std::vector<int64_t>& offset,
+                                const DropoutLayout& layout, const int64_t* tokens, int64_t token_stride,
+                                const int64_t* targets, int64_t target_stride, const int64_t* pos, int64_t b,
+                                float loss_weight, ExampleWorkspace& work, float* grad) {
+  return on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
+    using Lanes = decltype(lanes);
+    const bool dropout = c.stream != nullptr;
+    if (dropout) masks_draw(s, c, layout, b, work);
+    HookExamples e;
+    hook_examples_begin(c, pos, grad, work, e);
+    example_forward<Lanes>(s, c, e, tokens, token_stride, dropout, work);
+    auto t = work.tail();
+    const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V);
 
-  // Head and final layer norm, then the blocks from the last, then the embedding.
-  linear_backward(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW], grad + offset[kHeadB],
-                  t.grad_a, s.T, s.D, s.V);
-  for (int64_t i = 0; i < s.T * s.D; ++i) t.grad_x[i] = 0.0f;
-  layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
-                     t.grad_x, s.T, s.D);
-  for (int64_t l = s.L - 1; l >= 0; --l) block_backward(s, c, e, offset, l, dropout, work, grad);
-  embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], s.T, s.D);
-  for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], t.grad_x);
-  for (size_t k = 0; k < c.hooks.size(); ++k) c.hooks[k]->example_end(e[k]);
-  return loss;
+    // Head and final layer norm, then the blocks from the last, then the embedding.
+    linear_backward<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW],
+                           grad + offset[kHeadB], t.grad_a, s.T, s.D, s.V);
+    for (int64_t i = 0; i < s.T * s.D; ++i) t.grad_x[i] = 0.0f;
+    layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
+                       t.grad_x, s.T, s.D);
+    for (int64_t l = s.L - 1; l >= 0; --l) block_backward<Lanes>(s, c, e, offset, l, dropout, work, grad);
+    embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], s.T, s.D);
+    for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], t.grad_x);
+    for (size_t k = 0; k < c.hooks.size(); ++k) c.hooks[k]->example_end(e[k]);
+    return loss;
+  });
 }
 
 // The forward pass of one example without dropout: its logits (T, V) to `logits`, and
 // (when given) each block's attention weights (H, T, T) to weights[l].
-COPYTASK_CLONES void example_forward_only(const Shape& s, const MemberConstants& c, const int64_t* tokens,
-                                          int64_t token_stride, const int64_t* pos, ExampleWorkspace& work, float* logits,
-                                          const std::vector<float*>& weights) {
-  HookExamples e;
-  hook_examples_begin(c, pos, nullptr, work, e);
-  example_forward(s, c, e, tokens, token_stride, false, work);
-  const float* out = work.tail().logits;
-  std::copy(out, out + s.T * s.V, logits);
-  for (size_t l = 0; l < weights.size(); ++l) {
-    const float* w = work.block(static_cast<int64_t>(l)).weights;
-    std::copy(w, w + s.H * s.T * s.T, weights[l]);
-  }
+void example_forward_only(const Shape& s, const MemberConstants& c, const int64_t* tokens, int64_t token_stride,
+                          const int64_t* pos, ExampleWorkspace& work, float* logits,
+                          const std::vector<float*>& weights) {
+  on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
+    using Lanes = decltype(lanes);
+    HookExamples e;
+    hook_examples_begin(c, pos, nullptr, work, e);
+    example_forward<Lanes>(s, c, e, tokens, token_stride, false, work);
+    const float* out = work.tail().logits;
+    std::copy(out, out + s.T * s.V, logits);
+    for (size_t l = 0; l < weights.size(); ++l) {
+      const float* w = work.block(static_cast<int64_t>(l)).weights;
+      std::copy(w, w + s.H * s.T * s.T, weights[l]);
+    }
+  });
 }
 
 // Partitions of a member's B examples: fixed by B alone (about 64 examples each, at most

@@ -28,6 +28,7 @@ nlohmann::json run_info_json(const RunInfo& info) {
                         {"command", info.command},
                         {"host", host},
                         {"cpu", info.cpu},
+                        {"cpu_kernel", info.cpu_kernel},
                         {"device", info.device},
                         {"threads", info.threads},
                         {"started", info.started},

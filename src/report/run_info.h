@@ -21,6 +21,7 @@ struct RunInfo {
   std::string device;       // "cpu", "cuda:0"
   std::string libtorch;     // LibTorch's version, and cpu the machine's CPU model: filled by the
   std::string cpu;          // caller (study/), so that this side builds without LibTorch
+  std::string cpu_kernel;   // the CPU kernels' compiled variant that ran (model/cpu_variant.h)
   std::string gpu, cuda_runtime, cuda_driver;  // on a GPU: its name, the CUDA versions ("" on the CPU)
   int threads = 1;
   std::string started;      // ISO 8601 UTC

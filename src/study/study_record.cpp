@@ -1,6 +1,7 @@
 #include "study/study_record.h"
 
 #include "compat/torch_compat.h"
+#include "model/cpu_variant.h"
 #include "report/files.h"
 
 namespace copytask {
@@ -11,6 +12,7 @@ StudyRecord::StudyRecord(const fs::path& study_dir, const StudyOptions& options)
   info_.device = options.device.str();
   info_.libtorch = torch_version_string();
   info_.cpu = cpu_model();
+  info_.cpu_kernel = cpu_variant_name(cpu_variant_active());
   const GpuInfo gpu = gpu_info(options.device);
   info_.gpu = gpu.name;
   info_.cuda_runtime = gpu.cuda_runtime;

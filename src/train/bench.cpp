@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include <ATen/Parallel.h>
+
+#include "model/cpu_variant.h"
 #include "task/copy_task.h"
 #include "train/device_step.h"
 #include "train/trainer.h"
@@ -51,6 +54,19 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
       training_step_flops(model->shape(), static_cast<double>(result.members) * static_cast<double>(result.batch_size));
   result.flops_per_second = result.flops_per_step / result.step_seconds_median;
   result.peak_rss_mib = peak_rss_mib();
+  if (device.is_cpu()) {
+    const CpuVariant variant = result.step == "fused CPU" ? cpu_variant_active() : cpu_variant_widest();
+    if (result.step == "fused CPU") result.cpu_kernel = cpu_variant_name(variant);
+    const FmaPeak fma = cpu_fma_peak_per_cycle(variant);
+    const CpuClock clock = cpu_clock();
+    result.cores = at::get_num_threads();
+    result.clock_ghz = clock.ghz;
+    result.clock_source = clock.source;
+    result.flop_per_cycle = fma.flop_per_cycle;
+    result.flop_per_cycle_why = std::string(cpu_variant_name(variant)) + ", " + fma.why;
+    result.peak_flops_per_second = static_cast<double>(result.cores) * clock.ghz * 1e9 * fma.flop_per_cycle;
+    if (result.peak_flops_per_second > 0) result.peak_share = result.flops_per_second / result.peak_flops_per_second;
+  }
   return result;
 }
 
@@ -77,7 +93,18 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"tokens_per_second", r.tokens_per_second},
           {"flops_per_step", r.flops_per_step},
           {"flops_per_second", r.flops_per_second},
-          {"peak_rss_mib", r.peak_rss_mib}};
+          {"peak_rss_mib", r.peak_rss_mib},
+          {"cpu_kernel", r.cpu_kernel.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.cpu_kernel)},
+          {"cpu_peak",
+           r.peak_flops_per_second > 0
+               ? nlohmann::json{{"cores", r.cores},
+                                {"clock_ghz", r.clock_ghz},
+                                {"clock_source", r.clock_source},
+                                {"flop_per_cycle", r.flop_per_cycle},
+                                {"flop_per_cycle_why", r.flop_per_cycle_why},
+                                {"flops_per_second", r.peak_flops_per_second},
+                                {"share", r.peak_share}}
+               : nlohmann::json(nullptr)}};
 }
 
 }  // namespace copytask

@@ -29,6 +29,18 @@ struct BenchResult {
   double flops_per_step = 0;           // training_step_flops of the step's examples
   double flops_per_second = 0;         // flops_per_step / median step: the rate achieved
   double peak_rss_mib = 0;             // of the whole process so far
+  // On the CPU: the kernels' variant that ran ("x86-64-v4", ...; model/cpu_variant.h; "" on
+  // a GPU), and the rate as a share of the CPU's FMA peak: threads x clock x FLOP per cycle
+  // of the instruction set in use (the widest this CPU has for the autograd step, whose
+  // kernels are LibTorch's), with where each number came from.
+  std::string cpu_kernel;
+  int64_t cores = 0;                   // threads the step ran on
+  double clock_ghz = 0;
+  std::string clock_source;
+  double flop_per_cycle = 0;           // per core
+  std::string flop_per_cycle_why;
+  double peak_flops_per_second = 0;    // cores x clock x FLOP per cycle (0: the clock is unknown)
+  double peak_share = 0;               // flops_per_second / peak_flops_per_second
 };
 
 // The floating-point work of one training step of `examples` examples (all members'

@@ -15,8 +15,8 @@
 // State of one example lives in `work` (workspace_floats() floats of the thread's
 // workspace), so one CpuHook serves every thread; its methods are const.
 //
-// The hot loops of a hook's kernel are compiled for x86-64-v3 and the generic target
-// (COPYTASK_CLONES, model/cpu_layers.h), as the step's own.
+// The hot loops of a hook's kernel are compiled for x86-64-v4, x86-64-v3 and the generic
+// target (on_cpu_variant, model/cpu_layers.h), as the step's own.
 //
 // Shapes of one example: T positions, D embed, H heads, Dh = D / H, L blocks; q | k | v of a
 // position are one row of 3D floats, head h at columns h*Dh of each third; attention

@@ -22,34 +22,38 @@ namespace cpu {
 namespace {
 
 // Multiplies the pairs of every head of x (T rows of row_stride floats) by scale[t * R + r].
-COPYTASK_CLONES void pair_scale_forward(float* x, int64_t row_stride, const float* scale, int64_t T, int64_t H,
-                                        int64_t Dh) {
-  const int64_t R = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* x_h = x + t * row_stride + h * Dh;
-      for (int64_t r = 0; r < R; ++r) {
-        x_h[2 * r] *= scale[t * R + r];
-        x_h[2 * r + 1] *= scale[t * R + r];
+void pair_scale_forward(float* x, int64_t row_stride, const float* scale, int64_t T, int64_t H,
+                        int64_t Dh) {
+  on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+    const int64_t R = Dh / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        float* x_h = x + t * row_stride + h * Dh;
+        for (int64_t r = 0; r < R; ++r) {
+          x_h[2 * r] *= scale[t * R + r];
+          x_h[2 * r + 1] *= scale[t * R + r];
+        }
       }
-    }
+  });
 }
 
 // grad (at the scaled values) turned into the gradient at the values before; grad_log
 // (T, R), when given, += the log-scale's gradient: sum over heads of g . (the scaled values).
-COPYTASK_CLONES void pair_scale_backward(float* grad, const float* scaled, int64_t row_stride, const float* scale,
-                                         float* grad_log, int64_t T, int64_t H, int64_t Dh) {
-  const int64_t R = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* g_h = grad + t * row_stride + h * Dh;
-      const float* s_h = scaled + t * row_stride + h * Dh;
-      for (int64_t r = 0; r < R; ++r) {
-        if (grad_log) grad_log[t * R + r] += g_h[2 * r] * s_h[2 * r] + g_h[2 * r + 1] * s_h[2 * r + 1];
-        g_h[2 * r] *= scale[t * R + r];
-        g_h[2 * r + 1] *= scale[t * R + r];
+void pair_scale_backward(float* grad, const float* scaled, int64_t row_stride, const float* scale,
+                         float* grad_log, int64_t T, int64_t H, int64_t Dh) {
+  on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+    const int64_t R = Dh / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        float* g_h = grad + t * row_stride + h * Dh;
+        const float* s_h = scaled + t * row_stride + h * Dh;
+        for (int64_t r = 0; r < R; ++r) {
+          if (grad_log) grad_log[t * R + r] += g_h[2 * r] * s_h[2 * r] + g_h[2 * r + 1] * s_h[2 * r + 1];
+          g_h[2 * r] *= scale[t * R + r];
+          g_h[2 * r + 1] *= scale[t * R + r];
+        }
       }
-    }
+  });
 }
 
 class CpuQkScale : public CpuHook {

@@ -19,39 +19,43 @@ namespace {
 
 // Turns the pairs (2i, 2i+1) of every head of x (T rows of row_stride floats, the first D
 // used) by the angle whose cos and sin are at [t * Dh/2 + i].
-COPYTASK_CLONES void rotation_forward(float* x, int64_t row_stride, const float* cos_table, const float* sin_table,
-                                      int64_t T, int64_t H, int64_t Dh) {
-  const int64_t pairs = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* x_h = x + t * row_stride + h * Dh;
-      for (int64_t i = 0; i < pairs; ++i) {
-        const float c = cos_table[t * pairs + i], s = sin_table[t * pairs + i];
-        const float a = x_h[2 * i], b = x_h[2 * i + 1];
-        x_h[2 * i] = a * c - b * s;
-        x_h[2 * i + 1] = a * s + b * c;
+void rotation_forward(float* x, int64_t row_stride, const float* cos_table, const float* sin_table,
+                      int64_t T, int64_t H, int64_t Dh) {
+  on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+    const int64_t pairs = Dh / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        float* x_h = x + t * row_stride + h * Dh;
+        for (int64_t i = 0; i < pairs; ++i) {
+          const float c = cos_table[t * pairs + i], s = sin_table[t * pairs + i];
+          const float a = x_h[2 * i], b = x_h[2 * i + 1];
+          x_h[2 * i] = a * c - b * s;
+          x_h[2 * i + 1] = a * s + b * c;
+        }
       }
-    }
+  });
 }
 
 // grad (the gradient at the turned values, laid out as x) turned back into the gradient
 // at the values before the turn. When grad_angles (T, Dh/2) is given, it accumulates the
 // angles' gradient, sum over heads of -g_2i r_2i+1 + g_2i+1 r_2i, from the turned values r.
-COPYTASK_CLONES void rotation_backward(float* grad, const float* rotated, int64_t row_stride, const float* cos_table,
-                                       const float* sin_table, float* grad_angles, int64_t T, int64_t H, int64_t Dh) {
-  const int64_t pairs = Dh / 2;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t h = 0; h < H; ++h) {
-      float* g_h = grad + t * row_stride + h * Dh;
-      const float* r_h = rotated + t * row_stride + h * Dh;
-      for (int64_t i = 0; i < pairs; ++i) {
-        const float c = cos_table[t * pairs + i], s = -sin_table[t * pairs + i];
-        const float a = g_h[2 * i], b = g_h[2 * i + 1];
-        if (grad_angles) grad_angles[t * pairs + i] += -a * r_h[2 * i + 1] + b * r_h[2 * i];
-        g_h[2 * i] = a * c - b * s;
-        g_h[2 * i + 1] = a * s + b * c;
+void rotation_backward(float* grad, const float* rotated, int64_t row_stride, const float* cos_table,
+                       const float* sin_table, float* grad_angles, int64_t T, int64_t H, int64_t Dh) {
+  on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+    const int64_t pairs = Dh / 2;
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        float* g_h = grad + t * row_stride + h * Dh;
+        const float* r_h = rotated + t * row_stride + h * Dh;
+        for (int64_t i = 0; i < pairs; ++i) {
+          const float c = cos_table[t * pairs + i], s = -sin_table[t * pairs + i];
+          const float a = g_h[2 * i], b = g_h[2 * i + 1];
+          if (grad_angles) grad_angles[t * pairs + i] += -a * r_h[2 * i + 1] + b * r_h[2 * i];
+          g_h[2 * i] = a * c - b * s;
+          g_h[2 * i + 1] = a * s + b * c;
+        }
       }
-    }
+  });
 }
 
 // One member's rotation on the fused CPU step: the cos and sin of its angles, made once per

@@ -49,100 +49,104 @@ class CpuCope : public CpuHook {
   // Block l's embedding of a side (0 left, 1 right): (n, Dh).
   const float* embedding(int64_t side, int64_t l) const { return table_ + (side * s_.L + l) * n_ * s_.Dh; }
 
-  COPYTASK_CLONES void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
-    const int64_t T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
-    float* gates = e.work + l * block_floats();
-    float* counts = gates + H * T * T;
-    float* dots = counts + H * T * T;  // (H, T, sides, n)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t seen = causal_ ? i + 1 : T;
-        const float* s_i = site.scores + (h * T + i) * T;
-        float* g_i = gates + (h * T + i) * T;
-        float* p_i = counts + (h * T + i) * T;
-        for (int64_t t = 0; t < seen; ++t) g_i[t] = 1.0f / (1.0f + std::exp(-s_i[t]));
-        float total = 0;
-        for (int64_t j = i; j >= 0; --j) p_i[j] = total += g_i[j];  // keys at or left of the query
-        total = 0;
-        for (int64_t j = i; j < seen; ++j) {                          // right of it (bidirectional)
-          total += g_i[j];
-          if (j > i) p_i[j] = total;
-        }
-        const float* q_i = site.qkv + i * 3 * D + h * Dh;
-        float* z_i = dots + (h * T + i) * sides_ * n_;
-        for (int64_t side = 0; side < sides_; ++side)
-          for (int64_t k = 0; k < n_; ++k) {
-            const float* e_k = embedding(side, l) + k * Dh;
-            float dot = 0;
-            for (int64_t d = 0; d < Dh; ++d) dot += q_i[d] * e_k[d];
-            z_i[side * n_ + k] = dot;
+  void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
+      float* gates = e.work + l * block_floats();
+      float* counts = gates + H * T * T;
+      float* dots = counts + H * T * T;  // (H, T, sides, n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i) {
+          const int64_t seen = causal_ ? i + 1 : T;
+          const float* s_i = site.scores + (h * T + i) * T;
+          float* g_i = gates + (h * T + i) * T;
+          float* p_i = counts + (h * T + i) * T;
+          for (int64_t t = 0; t < seen; ++t) g_i[t] = 1.0f / (1.0f + std::exp(-s_i[t]));
+          float total = 0;
+          for (int64_t j = i; j >= 0; --j) p_i[j] = total += g_i[j];  // keys at or left of the query
+          total = 0;
+          for (int64_t j = i; j < seen; ++j) {                          // right of it (bidirectional)
+            total += g_i[j];
+            if (j > i) p_i[j] = total;
           }
-        float* logits_i = site.logits + (h * T + i) * T;
-        for (int64_t j = 0; j < seen; ++j) {
-          const float* z = z_i + (j > i ? n_ : 0);
-          const float p = std::min(p_i[j], static_cast<float>(n_ - 1));
-          const float f = std::floor(p), c = std::ceil(p), w = p - f;
-          logits_i[j] += (1 - w) * z[static_cast<int64_t>(f)] + w * z[static_cast<int64_t>(c)];
+          const float* q_i = site.qkv + i * 3 * D + h * Dh;
+          float* z_i = dots + (h * T + i) * sides_ * n_;
+          for (int64_t side = 0; side < sides_; ++side)
+            for (int64_t k = 0; k < n_; ++k) {
+              const float* e_k = embedding(side, l) + k * Dh;
+              float dot = 0;
+              for (int64_t d = 0; d < Dh; ++d) dot += q_i[d] * e_k[d];
+              z_i[side * n_ + k] = dot;
+            }
+          float* logits_i = site.logits + (h * T + i) * T;
+          for (int64_t j = 0; j < seen; ++j) {
+            const float* z = z_i + (j > i ? n_ : 0);
+            const float p = std::min(p_i[j], static_cast<float>(n_ - 1));
+            const float f = std::floor(p), c = std::ceil(p), w = p - f;
+            logits_i[j] += (1 - w) * z[static_cast<int64_t>(f)] + w * z[static_cast<int64_t>(c)];
+          }
         }
-      }
+    });
   }
 
-  COPYTASK_CLONES void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
-    const int64_t T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
-    const float* gates = e.work + l * block_floats();
-    const float* counts = gates + H * T * T;
-    const float* dots = counts + H * T * T;
-    float* d_counts = e.work + s_.L * block_floats();  // (T)
-    float* d_dots = d_counts + T;                       // (sides, n)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t seen = causal_ ? i + 1 : T;
-        const float* g_i = gates + (h * T + i) * T;
-        const float* p_i = counts + (h * T + i) * T;
-        const float* z_i = dots + (h * T + i) * sides_ * n_;
-        const float* dl_i = grad.grad_logits + (h * T + i) * T;
-        for (int64_t k = 0; k < sides_ * n_; ++k) d_dots[k] = 0.0f;
-        // Through the interpolation: to q . E[f], q . E[c], and to the count.
-        for (int64_t j = 0; j < seen; ++j) {
-          const int64_t side = j > i ? 1 : 0;
-          const float* z = z_i + side * n_;
-          const bool clamped = p_i[j] > static_cast<float>(n_ - 1);
-          const float p = clamped ? static_cast<float>(n_ - 1) : p_i[j];
-          const float f = std::floor(p), c = std::ceil(p), w = p - f;
-          const int64_t fi = static_cast<int64_t>(f), ci = static_cast<int64_t>(c);
-          d_dots[side * n_ + fi] += (1 - w) * dl_i[j];
-          d_dots[side * n_ + ci] += w * dl_i[j];
-          d_counts[j] = clamped ? 0.0f : dl_i[j] * (z[ci] - z[fi]);
-        }
-        // q . E: to q_i and to the embeddings.
-        const float* q_i = site.qkv + i * 3 * D + h * Dh;
-        float* gq_i = grad.grad_qkv + i * 3 * D + h * Dh;
-        for (int64_t side = 0; side < sides_; ++side)
-          for (int64_t k = 0; k < n_; ++k) {
-            const float dz = d_dots[side * n_ + k];
-            if (dz == 0.0f) continue;
-            const float* e_k = embedding(side, l) + k * Dh;
-            for (int64_t d = 0; d < Dh; ++d) gq_i[d] += dz * e_k[d];
-            if (e.grad) {
-              float* ge_k = e.grad + ((side * s_.L + l) * n_ + k) * Dh;
-              for (int64_t d = 0; d < Dh; ++d) ge_k[d] += dz * q_i[d];
-            }
+  void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
+      const float* gates = e.work + l * block_floats();
+      const float* counts = gates + H * T * T;
+      const float* dots = counts + H * T * T;
+      float* d_counts = e.work + s_.L * block_floats();  // (T)
+      float* d_dots = d_counts + T;                       // (sides, n)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < T; ++i) {
+          const int64_t seen = causal_ ? i + 1 : T;
+          const float* g_i = gates + (h * T + i) * T;
+          const float* p_i = counts + (h * T + i) * T;
+          const float* z_i = dots + (h * T + i) * sides_ * n_;
+          const float* dl_i = grad.grad_logits + (h * T + i) * T;
+          for (int64_t k = 0; k < sides_ * n_; ++k) d_dots[k] = 0.0f;
+          // Through the interpolation: to q . E[f], q . E[c], and to the count.
+          for (int64_t j = 0; j < seen; ++j) {
+            const int64_t side = j > i ? 1 : 0;
+            const float* z = z_i + side * n_;
+            const bool clamped = p_i[j] > static_cast<float>(n_ - 1);
+            const float p = clamped ? static_cast<float>(n_ - 1) : p_i[j];
+            const float f = std::floor(p), c = std::ceil(p), w = p - f;
+            const int64_t fi = static_cast<int64_t>(f), ci = static_cast<int64_t>(c);
+            d_dots[side * n_ + fi] += (1 - w) * dl_i[j];
+            d_dots[side * n_ + ci] += w * dl_i[j];
+            d_counts[j] = clamped ? 0.0f : dl_i[j] * (z[ci] - z[fi]);
           }
-        // The counts are sums of gates: gate t gets the counts that include it, then
-        // sigmoid's derivative on to the score.
-        float* gs_i = grad.grad_scores + (h * T + i) * T;
-        float running = 0;
-        for (int64_t t = 0; t <= i; ++t) {  // left: p_ij for j <= t <= i
-          running += d_counts[t];
-          gs_i[t] += running * g_i[t] * (1 - g_i[t]);
+          // q . E: to q_i and to the embeddings.
+          const float* q_i = site.qkv + i * 3 * D + h * Dh;
+          float* gq_i = grad.grad_qkv + i * 3 * D + h * Dh;
+          for (int64_t side = 0; side < sides_; ++side)
+            for (int64_t k = 0; k < n_; ++k) {
+              const float dz = d_dots[side * n_ + k];
+              if (dz == 0.0f) continue;
+              const float* e_k = embedding(side, l) + k * Dh;
+              for (int64_t d = 0; d < Dh; ++d) gq_i[d] += dz * e_k[d];
+              if (e.grad) {
+                float* ge_k = e.grad + ((side * s_.L + l) * n_ + k) * Dh;
+                for (int64_t d = 0; d < Dh; ++d) ge_k[d] += dz * q_i[d];
+              }
+            }
+          // The counts are sums of gates: gate t gets the counts that include it, then
+          // sigmoid's derivative on to the score.
+          float* gs_i = grad.grad_scores + (h * T + i) * T;
+          float running = 0;
+          for (int64_t t = 0; t <= i; ++t) {  // left: p_ij for j <= t <= i
+            running += d_counts[t];
+            gs_i[t] += running * g_i[t] * (1 - g_i[t]);
+          }
+          running = 0;
+          for (int64_t t = seen - 1; t > i; --t) {  // right: p_ij for i <= t <= j, j > i
+            running += d_counts[t];
+            gs_i[t] += running * g_i[t] * (1 - g_i[t]);
+          }
+          if (seen > i + 1) gs_i[i] += running * g_i[i] * (1 - g_i[i]);  // the query's own gate, in every right count
         }
-        running = 0;
-        for (int64_t t = seen - 1; t > i; --t) {  // right: p_ij for i <= t <= j, j > i
-          running += d_counts[t];
-          gs_i[t] += running * g_i[t] * (1 - g_i[t]);
-        }
-        if (seen > i + 1) gs_i[i] += running * g_i[i] * (1 - g_i[i]);  // the query's own gate, in every right count
-      }
+    });
   }
 
   Shape s_;

@@ -46,72 +46,76 @@ class CpuDape : public CpuHook {
   }
 
  private:
-  COPYTASK_CLONES void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
-    const int64_t T = s_.T, H = s_.H, W = W_;
-    const float *w1 = table_ + l * 2 * H * W, *b1 = table_ + b1_ + l * W;
-    const float *w2 = table_ + w2_ + l * W * H, *b2 = table_ + b2_ + l * H;
-    float* u = e.work + s_.L * T * T * W;
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal_ ? i + 1 : T;
-      for (int64_t j = 0; j < seen; ++j) {
-        for (int64_t h = 0; h < H; ++h) {
-          u[h] = site.scores[(h * T + i) * T + j];
-          u[H + h] = site.bias ? site.bias[(h * T + i) * T + j] : 0.0f;
-        }
-        float* pre = e.work + ((l * T + i) * T + j) * W;
-        for (int64_t w = 0; w < W; ++w) pre[w] = b1[w];
-        for (int64_t k = 0; k < 2 * H; ++k)
-          for (int64_t w = 0; w < W; ++w) pre[w] += u[k] * w1[k * W + w];
-        for (int64_t h = 0; h < H; ++h) {
-          float out = b2[h];
-          for (int64_t w = 0; w < W; ++w) out += (pre[w] > 0.0f ? pre[w] : 0.01f * pre[w]) * w2[w * H + h];
-          site.logits[(h * T + i) * T + j] += out;
+  void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, H = s_.H, W = W_;
+      const float *w1 = table_ + l * 2 * H * W, *b1 = table_ + b1_ + l * W;
+      const float *w2 = table_ + w2_ + l * W * H, *b2 = table_ + b2_ + l * H;
+      float* u = e.work + s_.L * T * T * W;
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t seen = causal_ ? i + 1 : T;
+        for (int64_t j = 0; j < seen; ++j) {
+          for (int64_t h = 0; h < H; ++h) {
+            u[h] = site.scores[(h * T + i) * T + j];
+            u[H + h] = site.bias ? site.bias[(h * T + i) * T + j] : 0.0f;
+          }
+          float* pre = e.work + ((l * T + i) * T + j) * W;
+          for (int64_t w = 0; w < W; ++w) pre[w] = b1[w];
+          for (int64_t k = 0; k < 2 * H; ++k)
+            for (int64_t w = 0; w < W; ++w) pre[w] += u[k] * w1[k * W + w];
+          for (int64_t h = 0; h < H; ++h) {
+            float out = b2[h];
+            for (int64_t w = 0; w < W; ++w) out += (pre[w] > 0.0f ? pre[w] : 0.01f * pre[w]) * w2[w * H + h];
+            site.logits[(h * T + i) * T + j] += out;
+          }
         }
       }
-    }
+    });
   }
 
-  COPYTASK_CLONES void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
-    const int64_t T = s_.T, H = s_.H, W = W_;
-    const float *w1 = table_ + l * 2 * H * W, *w2 = table_ + w2_ + l * W * H;
-    float* g = e.grad;  // the table's gradient, or null
-    float* u = e.work + s_.L * T * T * W;
-    float* d_hidden = u + 2 * H;
-    float* d_u = d_hidden + W;
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal_ ? i + 1 : T;
-      for (int64_t j = 0; j < seen; ++j) {
-        for (int64_t h = 0; h < H; ++h) {
-          u[h] = site.scores[(h * T + i) * T + j];
-          u[H + h] = site.bias ? site.bias[(h * T + i) * T + j] : 0.0f;
-        }
-        const float* pre = e.work + ((l * T + i) * T + j) * W;
-        for (int64_t w = 0; w < W; ++w) d_hidden[w] = 0.0f;
-        for (int64_t h = 0; h < H; ++h) {
-          const float g_h = grad.grad_logits[(h * T + i) * T + j];
-          if (g) g[b2_ + l * H + h] += g_h;
-          for (int64_t w = 0; w < W; ++w) {
-            d_hidden[w] += w2[w * H + h] * g_h;
-            if (g) g[w2_ + (l * W + w) * H + h] += (pre[w] > 0.0f ? pre[w] : 0.01f * pre[w]) * g_h;
+  void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, H = s_.H, W = W_;
+      const float *w1 = table_ + l * 2 * H * W, *w2 = table_ + w2_ + l * W * H;
+      float* g = e.grad;  // the table's gradient, or null
+      float* u = e.work + s_.L * T * T * W;
+      float* d_hidden = u + 2 * H;
+      float* d_u = d_hidden + W;
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t seen = causal_ ? i + 1 : T;
+        for (int64_t j = 0; j < seen; ++j) {
+          for (int64_t h = 0; h < H; ++h) {
+            u[h] = site.scores[(h * T + i) * T + j];
+            u[H + h] = site.bias ? site.bias[(h * T + i) * T + j] : 0.0f;
           }
-        }
-        for (int64_t w = 0; w < W; ++w) d_hidden[w] *= pre[w] > 0.0f ? 1.0f : 0.01f;  // now d(pre)
-        for (int64_t k = 0; k < 2 * H; ++k) {
-          float sum = 0;
-          for (int64_t w = 0; w < W; ++w) {
-            sum += w1[k * W + w] * d_hidden[w];
-            if (g) g[(l * 2 * H + k) * W + w] += u[k] * d_hidden[w];
+          const float* pre = e.work + ((l * T + i) * T + j) * W;
+          for (int64_t w = 0; w < W; ++w) d_hidden[w] = 0.0f;
+          for (int64_t h = 0; h < H; ++h) {
+            const float g_h = grad.grad_logits[(h * T + i) * T + j];
+            if (g) g[b2_ + l * H + h] += g_h;
+            for (int64_t w = 0; w < W; ++w) {
+              d_hidden[w] += w2[w * H + h] * g_h;
+              if (g) g[w2_ + (l * W + w) * H + h] += (pre[w] > 0.0f ? pre[w] : 0.01f * pre[w]) * g_h;
+            }
           }
-          d_u[k] = sum;
-        }
-        if (g)
-          for (int64_t w = 0; w < W; ++w) g[b1_ + l * W + w] += d_hidden[w];
-        for (int64_t h = 0; h < H; ++h) {
-          grad.grad_scores[(h * T + i) * T + j] += d_u[h];
-          if (grad.grad_bias) grad.grad_bias[(h * T + i) * T + j] += d_u[H + h];
+          for (int64_t w = 0; w < W; ++w) d_hidden[w] *= pre[w] > 0.0f ? 1.0f : 0.01f;  // now d(pre)
+          for (int64_t k = 0; k < 2 * H; ++k) {
+            float sum = 0;
+            for (int64_t w = 0; w < W; ++w) {
+              sum += w1[k * W + w] * d_hidden[w];
+              if (g) g[(l * 2 * H + k) * W + w] += u[k] * d_hidden[w];
+            }
+            d_u[k] = sum;
+          }
+          if (g)
+            for (int64_t w = 0; w < W; ++w) g[b1_ + l * W + w] += d_hidden[w];
+          for (int64_t h = 0; h < H; ++h) {
+            grad.grad_scores[(h * T + i) * T + j] += d_u[h];
+            if (grad.grad_bias) grad.grad_bias[(h * T + i) * T + j] += d_u[H + h];
+          }
         }
       }
-    }
+    });
   }
 
   Shape s_;

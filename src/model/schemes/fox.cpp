@@ -47,90 +47,94 @@ class CpuFox : public CpuHook {
   const float* weight(int64_t l) const { return table_ + l * s_.D * G_; }                 // (D, G)
   const float* bias(int64_t l) const { return table_ + s_.L * s_.D * G_ + l * G_; }       // (G)
 
-  COPYTASK_CLONES void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
-    const int64_t T = s_.T, D = s_.D, H = s_.H, G = G_;
-    float* sig = e.work + l * T * G;
-    float* log_sig = e.work + (s_.L + l) * T * G;
-    float* sums = e.work + 2 * s_.L * T * G;  // (T)
-    const float *w = weight(l), *b = bias(l);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t k = 0; k < G; ++k) {
-        float z = b[k];
-        for (int64_t d = 0; d < D; ++d) z += site.input[t * D + d] * w[d * G + k];
-        sig[t * G + k] = 1.0f / (1.0f + std::exp(-z));
-        log_sig[t * G + k] = std::min(z, 0.0f) - std::log1p(std::exp(-std::abs(z)));  // ln sigmoid(z), stable
+  void forward(const HookExample& e, int64_t l, const ScoresSite& site) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, D = s_.D, H = s_.H, G = G_;
+      float* sig = e.work + l * T * G;
+      float* log_sig = e.work + (s_.L + l) * T * G;
+      float* sums = e.work + 2 * s_.L * T * G;  // (T)
+      const float *w = weight(l), *b = bias(l);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t k = 0; k < G; ++k) {
+          float z = b[k];
+          for (int64_t d = 0; d < D; ++d) z += site.input[t * D + d] * w[d * G + k];
+          sig[t * G + k] = 1.0f / (1.0f + std::exp(-z));
+          log_sig[t * G + k] = std::min(z, 0.0f) - std::log1p(std::exp(-std::abs(z)));  // ln sigmoid(z), stable
+        }
+      for (int64_t h = 0; h < H; ++h) {
+        // Left: inclusive running sums c_t of ln sigmoid; C_ij = c_i - c_j.
+        float total = 0;
+        for (int64_t t = 0; t < T; ++t) sums[t] = total += log_sig[t * G + h];
+        for (int64_t i = 0; i < T; ++i) {
+          float* logits_i = site.logits + (h * T + i) * T;
+          for (int64_t j = 0; j <= i; ++j) logits_i[j] += sums[i] - sums[j];
+        }
+        if (causal_) continue;
+        // Right: exclusive running sums r_t; C_ij = r_j - r_i.
+        total = 0;
+        for (int64_t t = 0; t < T; ++t) {
+          sums[t] = total;
+          total += log_sig[t * G + H + h];
+        }
+        for (int64_t i = 0; i < T; ++i) {
+          float* logits_i = site.logits + (h * T + i) * T;
+          for (int64_t j = i + 1; j < T; ++j) logits_i[j] += sums[j] - sums[i];
+        }
       }
-    for (int64_t h = 0; h < H; ++h) {
-      // Left: inclusive running sums c_t of ln sigmoid; C_ij = c_i - c_j.
-      float total = 0;
-      for (int64_t t = 0; t < T; ++t) sums[t] = total += log_sig[t * G + h];
-      for (int64_t i = 0; i < T; ++i) {
-        float* logits_i = site.logits + (h * T + i) * T;
-        for (int64_t j = 0; j <= i; ++j) logits_i[j] += sums[i] - sums[j];
-      }
-      if (causal_) continue;
-      // Right: exclusive running sums r_t; C_ij = r_j - r_i.
-      total = 0;
-      for (int64_t t = 0; t < T; ++t) {
-        sums[t] = total;
-        total += log_sig[t * G + H + h];
-      }
-      for (int64_t i = 0; i < T; ++i) {
-        float* logits_i = site.logits + (h * T + i) * T;
-        for (int64_t j = i + 1; j < T; ++j) logits_i[j] += sums[j] - sums[i];
-      }
-    }
+    });
   }
 
-  COPYTASK_CLONES void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
-    const int64_t T = s_.T, D = s_.D, H = s_.H, G = G_;
-    const float* sig = e.work + l * T * G;
-    float* d_sums = e.work + 2 * s_.L * T * G + T;  // (T)
-    float* d_pre = d_sums + T;                  // (T, G)
-    for (int64_t side = 0; side < G / H; ++side)
-      for (int64_t h = 0; h < H; ++h) {
-        // The running sums' gradient from the logits they entered.
-        for (int64_t t = 0; t < T; ++t) d_sums[t] = 0.0f;
-        for (int64_t i = 0; i < T; ++i) {
-          const float* g_i = grad.grad_logits + (h * T + i) * T;
-          if (side == 0)
-            for (int64_t j = 0; j <= i; ++j) {
-              d_sums[i] += g_i[j];
-              d_sums[j] -= g_i[j];
-            }
-          else
-            for (int64_t j = i + 1; j < T; ++j) {
-              d_sums[j] += g_i[j];
-              d_sums[i] -= g_i[j];
-            }
+  void backward(const HookExample& e, int64_t l, const ScoresSite& site, const ScoresGrad& grad) const {
+    on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY {
+      const int64_t T = s_.T, D = s_.D, H = s_.H, G = G_;
+      const float* sig = e.work + l * T * G;
+      float* d_sums = e.work + 2 * s_.L * T * G + T;  // (T)
+      float* d_pre = d_sums + T;                  // (T, G)
+      for (int64_t side = 0; side < G / H; ++side)
+        for (int64_t h = 0; h < H; ++h) {
+          // The running sums' gradient from the logits they entered.
+          for (int64_t t = 0; t < T; ++t) d_sums[t] = 0.0f;
+          for (int64_t i = 0; i < T; ++i) {
+            const float* g_i = grad.grad_logits + (h * T + i) * T;
+            if (side == 0)
+              for (int64_t j = 0; j <= i; ++j) {
+                d_sums[i] += g_i[j];
+                d_sums[j] -= g_i[j];
+              }
+            else
+              for (int64_t j = i + 1; j < T; ++j) {
+                d_sums[j] += g_i[j];
+                d_sums[i] -= g_i[j];
+              }
+          }
+          // Each ln sigmoid enters the sums from its own index on (left, inclusive) or after it
+          // (right, exclusive); d ln sigmoid(z) / dz = 1 - sigmoid(z).
+          const int64_t k = side * H + h;
+          float running = 0;
+          for (int64_t t = T - 1; t >= 0; --t) {
+            if (side == 0) running += d_sums[t];
+            d_pre[t * G + k] = running * (1.0f - sig[t * G + k]);
+            if (side == 1) running += d_sums[t];
+          }
         }
-        // Each ln sigmoid enters the sums from its own index on (left, inclusive) or after it
-        // (right, exclusive); d ln sigmoid(z) / dz = 1 - sigmoid(z).
-        const int64_t k = side * H + h;
-        float running = 0;
-        for (int64_t t = T - 1; t >= 0; --t) {
-          if (side == 0) running += d_sums[t];
-          d_pre[t * G + k] = running * (1.0f - sig[t * G + k]);
-          if (side == 1) running += d_sums[t];
+      // The gates' linear layer: to its weight and bias, and to the attention's input.
+      const float* w = weight(l);
+      for (int64_t t = 0; t < T; ++t) {
+        const float* dz = d_pre + t * G;
+        float* gx = grad.grad_input + t * D;
+        for (int64_t d = 0; d < D; ++d) {
+          float sum = 0;
+          for (int64_t k = 0; k < G; ++k) sum += w[d * G + k] * dz[k];
+          gx[d] += sum;
         }
+        if (!e.grad) continue;
+        float* gw = e.grad + l * D * G;
+        float* gb = e.grad + s_.L * D * G + l * G;
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t k = 0; k < G; ++k) gw[d * G + k] += site.input[t * D + d] * dz[k];
+        for (int64_t k = 0; k < G; ++k) gb[k] += dz[k];
       }
-    // The gates' linear layer: to its weight and bias, and to the attention's input.
-    const float* w = weight(l);
-    for (int64_t t = 0; t < T; ++t) {
-      const float* dz = d_pre + t * G;
-      float* gx = grad.grad_input + t * D;
-      for (int64_t d = 0; d < D; ++d) {
-        float sum = 0;
-        for (int64_t k = 0; k < G; ++k) sum += w[d * G + k] * dz[k];
-        gx[d] += sum;
-      }
-      if (!e.grad) continue;
-      float* gw = e.grad + l * D * G;
-      float* gb = e.grad + s_.L * D * G + l * G;
-      for (int64_t d = 0; d < D; ++d)
-        for (int64_t k = 0; k < G; ++k) gw[d * G + k] += site.input[t * D + d] * dz[k];
-      for (int64_t k = 0; k < G; ++k) gb[k] += dz[k];
-    }
+    });
   }
 
   Shape s_;

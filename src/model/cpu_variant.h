@@ -1,0 +1,65 @@
+#pragma once
+// Which compiled variant of the CPU kernels runs: the fused step (model/fused_cpu.cpp) and
+// the positional hooks' kernels (model/hooks, model/schemes) are each compiled for
+// x86-64-v4 (AVX-512 F, BW, DQ, VL: 16-wide registers), x86-64-v3 (AVX2, FMA: 8-wide)
+// and the generic x86-64 target, in one binary. By default the kernels run x86-64-v3 where
+// the CPU has it (else generic): on the AMD EPYC (Zen 4) the project was measured on, the
+// x86-64-v4 variant is slower (docs/performance.md, "AVX-512"), and no machine has shown
+// it faster yet. COPYTASK_CPU_KERNEL (or cpu_variant_set, for the tests) forces one. A
+// variant is bit-identical across thread counts, like each was before.
+#include <string>
+#include <vector>
+
+namespace copytask {
+
+enum class CpuVariant { generic, x86_64_v3, x86_64_v4 };
+
+// "generic", "x86-64-v3", "x86-64-v4".
+const char* cpu_variant_name(CpuVariant variant);
+
+// Every variant, the widest first.
+std::vector<CpuVariant> cpu_variants_all();
+
+// "" when this CPU can run the variant; else what it lacks ("avx512bw avx512vl").
+std::string cpu_variant_missing(CpuVariant variant);
+
+// The widest variant this CPU can run.
+CpuVariant cpu_variant_widest();
+
+// What runs unless a variant is forced ("auto"): x86-64-v3 where this CPU can run it, else
+// generic.
+CpuVariant cpu_variant_default();
+
+// The variant the kernels run: set by cpu_variant_set, else COPYTASK_CPU_KERNEL, else the
+// default. Read at every kernel call (one relaxed atomic load).
+CpuVariant cpu_variant_active();
+
+// Forces a variant; returns "" or why it cannot (this CPU lacks it, or an unknown name).
+std::string cpu_variant_set(CpuVariant variant);
+std::string cpu_variant_set(const std::string& name);
+
+// Reads COPYTASK_CPU_KERNEL ("auto" or unset: the default) and sets the variant; returns ""
+// or the message for a value this CPU cannot run or that names no variant. The CLI calls
+// it before any work, and stops with exit 2 on a message.
+std::string cpu_variant_from_environment();
+
+// The variant's FMA throughput on one core, in FLOP per cycle, and why that number:
+// two FMA pipes of the register width (x86-64-v3: 2 x 8 x 2 = 32; x86-64-v4: 64, or 32 on
+// AMD family 19h, Zen 3 and Zen 4, whose 512-bit operations run on 256-bit pipes); the
+// generic target has no FMA (2 x 4 lanes, a multiply and an add: 16).
+struct FmaPeak {
+  double flop_per_cycle = 0;
+  std::string why;
+};
+FmaPeak cpu_fma_peak_per_cycle(CpuVariant variant);
+
+// The clock in GHz and where it was read: cpufreq's base or maximum frequency, else
+// /proc/cpuinfo's "cpu MHz" (the clock the kernel last saw; in a VM usually the base).
+// 0 and "unknown" when none can be read.
+struct CpuClock {
+  double ghz = 0;
+  std::string source;
+};
+CpuClock cpu_clock();
+
+}  // namespace copytask
