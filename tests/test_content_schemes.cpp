@@ -147,7 +147,9 @@ void expect_cope(bool causal, int64_t rows) {
         const double expected = (1 - w) * in.q[0][h][i].dot(e[f]).item<double>() + w * in.q[0][h][i].dot(e[c]).item<double>();
         EXPECT_NEAR(term[0][h][i][j].item<double>(), expected, 1e-4) << h << " " << i << " " << j;
       }
-  if (rows < T) EXPECT_GT(clamped, 0) << "the clamp is exercised";
+  if (rows < T) {
+    EXPECT_GT(clamped, 0) << "the clamp is exercised";
+  }
 }
 
 TEST(Cope, CountsGatesOnEitherSideAndInterpolatesTheEmbedding) {

@@ -117,9 +117,11 @@ void expect_fused_equals_autograd(const EncoderShape& shape, int64_t batch, bool
   // row of scores (DAPE's output bias, with one head), which the softmax ignores; a variant
   // may then round it to exactly 0.
   const auto names = model->named_parameters();
-  for (size_t j = 0; j < fused.grads.size(); ++j)
-    if (reference.grads[j].abs().max().item<double>() > 1e-7)
+  for (size_t j = 0; j < fused.grads.size(); ++j) {
+    if (reference.grads[j].abs().max().item<double>() > 1e-7) {
       EXPECT_GT(fused.grads[j].abs().max().item<double>(), 0.0) << names[j].key();
+    }
+  }
 }
 
 TEST_P(FusedCpu, SameLossAndGradientsAsAutogradForEverySchemeTwoHeadsWithDropout) {
@@ -313,7 +315,9 @@ TEST(FusedCpuTraining, AForcedVariantIsCheckedAgainstThisCpu) {
     const std::string missing = cpu_variant_missing(variant);
     const std::string message = cpu_variant_set(variant);
     EXPECT_EQ(message.empty(), missing.empty()) << message;
-    if (!missing.empty()) EXPECT_NE(message.find(missing), std::string::npos) << message;
+    if (!missing.empty()) {
+      EXPECT_NE(message.find(missing), std::string::npos) << message;
+    }
   }
   EXPECT_EQ(cpu_variant_missing(CpuVariant::generic), "");
   cpu_variant_set(before);
