@@ -74,10 +74,17 @@ def cell(values, digits=2):
 
 
 def trained_exact(entry):
+    """Per seed, exact match over every evaluated example of lengths 1..N (each length
+    weighted by its examples: k = 1 and 2 have only a few inputs the training never saw, so
+    an unweighted mean over lengths would let 2 examples count as much as 100)."""
     n = n_of(entry)
+    exact = [runs_at(entry, k, "exact") for k in range(1, n + 1)]
+    count = [runs_at(entry, k, "n") for k in range(1, n + 1)]
     per_seed = []
     for i in range(len(entry["runs"])):
-        per_seed.append(mean([runs_at(entry, k, "exact")[i] for k in range(1, n + 1)]))
+        pairs = [(e[i], c[i]) for e, c in zip(exact, count) if e[i] is not None and c[i]]
+        total = sum(c for _, c in pairs)
+        per_seed.append(sum(e * c for e, c in pairs) / total if total else float("nan"))
     return per_seed
 
 
