@@ -306,7 +306,10 @@ std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta,
                                attr("font-size", kLabelFont) + attr("fill", "#222")));
   }
   out += element("g", attr("class", "legend"), legend);
-  return svg_root(meta, width, height, out);
+  // A legend of many series (a study of 42 arms) is taller than the plot: the chart grows
+  // to hold it, below the x axis, instead of running over what follows it on the page.
+  const double legend_bottom = show_legend ? top + 8 + 20 * static_cast<double>(series.size()) : 0;
+  return svg_root(meta, width, std::max(height, legend_bottom), out);
 }
 
 // ------------------------------------------------------------------------------------------------
