@@ -196,27 +196,26 @@ COPYTASK_INLINE void matmul_rows16(const float* A, int64_t a_row, int64_t a_red,
   }
 }
 
+// R rows of C in the width of the variant: 8-column blocks (Lanes8) or 16-wide tiles (Lanes16).
+template <class Lanes, int R>
+COPYTASK_INLINE void matmul_rows_of(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
+                                    float* C, int64_t K, int64_t O, bool accumulate) {
+  if constexpr (Lanes::kWidth == 16) matmul_rows16<R>(A, a_row, a_red, Bm, bias, C, K, O, accumulate);
+  else matmul_rows<R>(A, a_row, a_red, Bm, bias, C, K, O, accumulate);
+}
+
 // All `rows` rows of C, four at a time, in the width of the variant (Lanes8 or Lanes16).
 template <class Lanes>
 COPYTASK_INLINE void matmul(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias, float* C,
                             int64_t rows, int64_t K, int64_t O, bool accumulate) {
   int64_t r = 0;
-  if constexpr (Lanes::kWidth == 16) {
-    for (; r + 4 <= rows; r += 4) matmul_rows16<4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
-    switch (rows - r) {
-      case 3: matmul_rows16<3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      case 2: matmul_rows16<2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      case 1: matmul_rows16<1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      default: break;
-    }
-  } else {
-    for (; r + 4 <= rows; r += 4) matmul_rows<4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
-    switch (rows - r) {
-      case 3: matmul_rows<3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      case 2: matmul_rows<2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      case 1: matmul_rows<1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-      default: break;
-    }
+  for (; r + 4 <= rows; r += 4)
+    matmul_rows_of<Lanes, 4>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
+  switch (rows - r) {
+    case 3: matmul_rows_of<Lanes, 3>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+    case 2: matmul_rows_of<Lanes, 2>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+    case 1: matmul_rows_of<Lanes, 1>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+    default: break;
   }
 }
 

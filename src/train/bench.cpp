@@ -55,8 +55,9 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   result.flops_per_second = result.flops_per_step / result.step_seconds_median;
   result.peak_rss_mib = peak_rss_mib();
   if (device.is_cpu()) {
-    const CpuVariant variant = result.step == "fused CPU" ? cpu_variant_active() : cpu_variant_widest();
-    if (result.step == "fused CPU") result.cpu_kernel = cpu_variant_name(variant);
+    const bool fused = result.step == "fused CPU";  // our kernels; else LibTorch's (the autograd step)
+    const CpuVariant variant = fused ? cpu_variant_active() : cpu_variant_widest();
+    if (fused) result.cpu_kernel = cpu_variant_name(variant);
     const FmaPeak fma = cpu_fma_peak_per_cycle(variant);
     const CpuClock clock = cpu_clock();
     result.cores = at::get_num_threads();
