@@ -34,9 +34,9 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
     // The CPU layer on the same numbers.
     auto weights = torch::empty({H, T, T}), ours = torch::empty({T, D});
     auto grad_qkv = torch::empty({T, 3 * D}), grad_bias = torch::zeros({H, T, T});
-    std::vector<float> scratch(T + cpu::kSlack);
+    std::vector<float> scratch(T + cpu::attention_scratch_floats(T, Dh));
     cpu::attention_forward(qkv.data_ptr<float>(), bias.data_ptr<float>(), causal, dropout.data_ptr<float>(),
-                           weights.data_ptr<float>(), ours.data_ptr<float>(), T, H, Dh);
+                           weights.data_ptr<float>(), ours.data_ptr<float>(), scratch.data(), T, H, Dh);
     cpu::attention_backward(qkv.data_ptr<float>(), weights.data_ptr<float>(), causal, dropout.data_ptr<float>(),
                             upstream.data_ptr<float>(), grad_qkv.data_ptr<float>(), grad_bias.data_ptr<float>(),
                             scratch.data(), T, H, Dh);

@@ -29,15 +29,27 @@ struct DropoutStream {
   DropoutStream() = default;
   DropoutStream(const std::vector<uint64_t>& member_keys, uint64_t step, double rate);
 
-  // Masks of elements first .. first+count-1 of member m's step: 0 or kept_value.
+  // Masks of elements first .. first+count-1 of member m's step: 0 or kept_value. Whole
+  // words are drawn once and give their four masks without a loop (the fused CPU step draws
+  // every example's masks here: element by element, this was 15% of its time).
   void fill(int64_t member, int64_t first, int64_t count, float* out) const {
     const uint64_t key = step_keys[static_cast<size_t>(member)];
     int64_t e = first;
     const int64_t end = first + count;
-    while (e < end) {
+    if ((e & 3) != 0) {  // the rest of the first word
       uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2) >> (16 * (e & 3));
-      for (int64_t lane = e & 3; lane < 4 && e < end; ++lane, ++e, bits >>= 16)
-        *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
+      for (; e < end && (e & 3) != 0; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
+    }
+    for (; e + 4 <= end; e += 4, out += 4) {
+      const uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2);
+      out[0] = dropout_mask_from_bits(bits, threshold, kept_value);
+      out[1] = dropout_mask_from_bits(bits >> 16, threshold, kept_value);
+      out[2] = dropout_mask_from_bits(bits >> 32, threshold, kept_value);
+      out[3] = dropout_mask_from_bits(bits >> 48, threshold, kept_value);
+    }
+    if (e < end) {  // the first elements of the last word
+      uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2);
+      for (; e < end; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
     }
   }
 };

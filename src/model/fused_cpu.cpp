@@ -89,7 +89,8 @@ class ExampleWorkspace {
   ExampleWorkspace(const Shape& s, int64_t hook_floats, bool staged, int64_t snapshots) : s_(s) {
     const int64_t TD = s.T * s.D, TF = s.T * s.F, HTT = s.H * s.T * s.T;
     per_block_ = 8 * TD + 2 * s.T + HTT + 2 * TF + (HTT + 2 * TD + TF);
-    data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + kSlack);
+    data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + attention_scratch_floats(s.T, s.Dh) +
+                 kSlack);
     hooks_.resize(static_cast<size_t>(hook_floats));
     if (staged) staged_.resize(static_cast<size_t>((s.L + 2) * HTT + TD));
     snapshots_.resize(static_cast<size_t>(s.L * snapshots * 3 * TD));
@@ -140,7 +141,7 @@ class ExampleWorkspace {
     t.grad_qkv = p; p += 3 * TD;
     t.grad_hidden = p; p += TF;
     t.grad_pre = p; p += TF;
-    t.scratch = p;                    // T floats (one attention row's d(weights)), and more slack
+    t.scratch = p;                    // the attention's (T + attention_scratch_floats), a layer norm's (D + 8)
     return t;
   }
   // The positional hooks' floats.
@@ -203,7 +204,7 @@ COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConsta
   auto a = work.block(l);
   const auto staged = work.staged(l);
   const int64_t n = s.H * s.T * s.T;
-  attention_scores(a.qkv, c.causal, staged.scores, s.T, s.H, s.Dh);
+  attention_scores(a.qkv, c.causal, staged.scores, work.tail().scratch, s.T, s.H, s.Dh);
   const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
   if (bias)
     for (int64_t i = 0; i < n; ++i) a.weights[i] = staged.scores[i] + bias[i];
@@ -262,7 +263,8 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
     attention_forward_staged<Lanes>(s, c, e, l, mask(kAttentionWeights), work);
   } else {
     const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
-    attention_forward(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, T, s.H, s.Dh);
+    attention_forward(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, work.tail().scratch, T, s.H,
+                      s.Dh);
   }
   linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), TD);
@@ -294,7 +296,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   relu_backward(a.pre_relu, mask(kHidden), t.grad_hidden, t.grad_pre, TF);
   linear_backward<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D, F);
   layernorm_backward(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W), grad_of(kLn2B),
-                     t.grad_x, T, D);
+                     t.grad_x, T, D, t.scratch);
 
   // Attention: out = in + dropout(proj(mixed)).
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, TD);
@@ -317,7 +319,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
     for (int64_t i = 0; i < TD; ++i) t.grad_b[i] += from_hooks[i];
   }
   layernorm_backward(a.normalized1, a.rstd1, c.value[block_index(l, kLn1W)], t.grad_b, grad_of(kLn1W), grad_of(kLn1B),
-                     t.grad_x, T, D);
+                     t.grad_x, T, D, t.scratch);
 }
 
 // The forward pass of one example up to its logits (the tail's logits, (T, V)).
@@ -346,14 +348,14 @@ double example_forward_backward(const Shape& s, const MemberConstants& c, const 
     hook_examples_begin(c, pos, grad, work, e);
     example_forward<Lanes>(s, c, e, tokens, token_stride, dropout, work);
     auto t = work.tail();
-    const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V);
+    const double loss = crossentropy_forward_backward(t.logits, targets, target_stride, loss_weight, s.T, s.V, t.scratch);
 
     // Head and final layer norm, then the blocks from the last, then the embedding.
     linear_backward<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW],
                            grad + offset[kHeadB], t.grad_a, s.T, s.D, s.V);
     for (int64_t i = 0; i < s.T * s.D; ++i) t.grad_x[i] = 0.0f;
     layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
-                       t.grad_x, s.T, s.D);
+                       t.grad_x, s.T, s.D, t.scratch);
     for (int64_t l = s.L - 1; l >= 0; --l) block_backward<Lanes>(s, c, e, offset, l, dropout, work, grad);
     embedding_backward(t.grad_x, tokens, token_stride, grad + offset[kTok], s.T, s.D);
     for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], t.grad_x);
