@@ -4,6 +4,9 @@
 // dropout, one example of several heads.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "model/attention_core.h"
 #include "model/cpu_layers.h"
 #include "test_util.h"
@@ -34,12 +37,18 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
     // The CPU layer on the same numbers.
     auto weights = torch::empty({H, T, T}), ours = torch::empty({T, D});
     auto grad_qkv = torch::empty({T, 3 * D}), grad_bias = torch::zeros({H, T, T});
-    std::vector<float> scratch(T + cpu::attention_scratch_floats(T, Dh));
-    cpu::attention_forward(qkv.data_ptr<float>(), bias.data_ptr<float>(), causal, dropout.data_ptr<float>(),
-                           weights.data_ptr<float>(), ours.data_ptr<float>(), scratch.data(), T, H, Dh);
-    cpu::attention_backward(qkv.data_ptr<float>(), weights.data_ptr<float>(), causal, dropout.data_ptr<float>(),
-                            upstream.data_ptr<float>(), grad_qkv.data_ptr<float>(), grad_bias.data_ptr<float>(),
-                            scratch.data(), T, H, Dh);
+    std::vector<float> scratch(cpu::attention_scratch_floats(T, Dh));
+    // The products read up to kSlack floats past q | k | v and the upstream gradient.
+    std::vector<float> qkv_data(qkv.data_ptr<float>(), qkv.data_ptr<float>() + qkv.numel());
+    std::vector<float> upstream_data(upstream.data_ptr<float>(), upstream.data_ptr<float>() + upstream.numel());
+    qkv_data.resize(qkv_data.size() + cpu::kSlack);
+    upstream_data.resize(upstream_data.size() + cpu::kSlack);
+    cpu::attention_forward<cpu::LanesGeneric>(qkv_data.data(), bias.data_ptr<float>(), causal, dropout.data_ptr<float>(),
+                                              weights.data_ptr<float>(), ours.data_ptr<float>(), scratch.data(), T, H, Dh);
+    cpu::attention_backward<cpu::LanesGeneric>(qkv_data.data(), weights.data_ptr<float>(), causal,
+                                               dropout.data_ptr<float>(), upstream_data.data(),
+                                               grad_qkv.data_ptr<float>(), grad_bias.data_ptr<float>(), scratch.data(),
+                                               T, H, Dh);
 
     const std::string label = causal ? "causal" : "bidirectional";
     EXPECT_LT(test::max_abs_diff(weights, out.weights.view({H, T, T})), 2e-6) << label;
@@ -53,6 +62,34 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
       EXPECT_EQ(weights.triu(1).abs().max().item<double>(), 0.0) << "no weight on later keys";
     }
   }
+}
+
+// The softmax's and the loss's e^x (cpu::exp_in_place, eight lanes at a time) against the
+// library's, over the whole range it is used in and beyond, with a tail that is not a whole
+// vector: within 2 ulp; 0 below -87 (and for -inf, the unseen keys' logits); NaN stays NaN.
+TEST(AttentionLayer, TheVectorExponentialIsWithinTwoUlpOfTheLibrarys) {
+  std::vector<float> x;
+  for (double v = -87.0; v <= 88.0; v += 0.000731) x.push_back(static_cast<float>(v));
+  while (x.size() % 8 != 4) x.push_back(-3.25f);  // a partial last vector, ending in e^0
+  x.push_back(0.0f);
+  const std::vector<float> input = x;
+  cpu::exp_in_place(x.data(), static_cast<int64_t>(x.size()));
+  double worst_ulp = 0;
+  for (size_t e = 0; e < x.size(); ++e) {
+    const double exact = std::exp(static_cast<double>(input[e]));
+    const double ulp = std::nextafter(static_cast<float>(exact), INFINITY) - static_cast<float>(exact);
+    worst_ulp = std::max(worst_ulp, std::abs(x[e] - exact) / ulp);
+  }
+  std::printf("  worst error over %zu values in [-87, 88]: %.2f ulp\n", x.size(), worst_ulp);
+  EXPECT_LE(worst_ulp, 2.0);
+  EXPECT_EQ(x.back(), 1.0f) << "e^0";
+  std::vector<float> edges = {-87.5f, -1000.0f, -INFINITY, NAN, 1.0f};
+  cpu::exp_in_place(edges.data(), static_cast<int64_t>(edges.size()));
+  EXPECT_EQ(edges[0], 0.0f);
+  EXPECT_EQ(edges[1], 0.0f);
+  EXPECT_EQ(edges[2], 0.0f);
+  EXPECT_TRUE(std::isnan(edges[3]));
+  EXPECT_NEAR(edges[4], std::exp(1.0f), 3e-7);
 }
 
 }  // namespace

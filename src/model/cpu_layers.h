@@ -106,7 +106,7 @@ COPYTASK_INLINE void store_partial(float* p, const Vec& v, int64_t width) {
   for (int64_t l = 0; l < width; ++l) p[l] = buffer[l];
 }
 
-// Every right-hand matrix (Bm below) is followed by this many readable floats: the
+// Every right-hand matrix (B below) is followed by this many readable floats: the
 // products read 8 (or 16) columns at a time, so up to 15 past its end.
 constexpr int64_t kSlack = 16;
 
@@ -116,81 +116,96 @@ COPYTASK_INLINE Vec load_vec(const float* p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
+template <class Vec>
+COPYTASK_INLINE void store_vec(float* p, const Vec& v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
 
-// The register tile: rows r < R of C (R x O), columns o .. o + W NV for vectors of W floats
-// (the last of the NV vectors may hold fewer: its lanes past O are computed from the next
-// row's or the slack's floats and never stored), = (or +=, or = bias +) the sum over k < K
-// of A[r * a_row + k * a_red] * Bm[k * O + column]. The R x NV accumulators stay in registers
-// over the whole sum, so each loaded row of Bm serves R products and each broadcast element
-// of A serves NV. Every element is the same sum in the same order whatever the tile (the
-// first term, then one fused multiply-add per k in order), so the tiles, the variants'
-// widths and the examples stacked in a product's rows all give the same bits.
+// One small matrix product: rows r < rows of C = (or +=, or = bias +) A @ B, where A's
+// element (r, k) is A[r * a_row + k * a_red] (so A may be read transposed), B's row k starts
+// at B + k * b_row and C's row r at C + r * c_row (so either may be a head's columns of a
+// wider matrix).
+struct Product {
+  const float* A;
+  int64_t a_row, a_red;
+  const float* B;
+  int64_t b_row;
+  const float* bias;  // (O), or null: C's rows start from it (when not accumulating)
+  float* C;
+  int64_t c_row;
+  int64_t rows, K, O;
+  bool accumulate;    // C += A @ B
+};
+
+// The register tile: rows r < R of C, columns o .. o + W NV for vectors of W floats (the
+// last of the NV vectors may hold fewer: its lanes past O are computed from the next row's or
+// the slack's floats and never stored). The R x NV accumulators stay in registers over the
+// whole sum, so each loaded row of B serves R products and each broadcast element of A
+// serves NV. Every element is the same sum in the same order whatever the tile (the first
+// term, then one fused multiply-add per k in order).
 template <class Vec, int R, int NV>
-COPYTASK_INLINE void matmul_tile(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
-                                 float* C, int64_t K, int64_t O, int64_t o, bool accumulate) {
+COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int64_t o) {
   constexpr int W = sizeof(Vec) / sizeof(float);
   Vec acc[R][NV];
-  const int64_t last_width = std::min<int64_t>(W, O - o - W * (NV - 1));
+  const int64_t last_width = std::min<int64_t>(W, p.O - o - W * (NV - 1));
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) {
       const int64_t col = o + W * v;
       acc[r][v] = Vec{};
       if (v < NV - 1 || last_width == W) {
-        if (accumulate) acc[r][v] = load_vec<Vec>(C + r * O + col);
-        else if (bias) acc[r][v] = load_vec<Vec>(bias + col);
+        if (p.accumulate) acc[r][v] = load_vec<Vec>(C + r * p.c_row + col);
+        else if (p.bias) acc[r][v] = load_vec<Vec>(p.bias + col);
       } else {
-        if (accumulate) acc[r][v] = load_partial<Vec>(C + r * O + col, last_width);
-        else if (bias) acc[r][v] = load_partial<Vec>(bias + col, last_width);
+        if (p.accumulate) acc[r][v] = load_partial<Vec>(C + r * p.c_row + col, last_width);
+        else if (p.bias) acc[r][v] = load_partial<Vec>(p.bias + col, last_width);
       }
     }
-  for (int64_t k = 0; k < K; ++k) {
+  for (int64_t k = 0; k < p.K; ++k) {
     Vec b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = load_vec<Vec>(Bm + k * O + o + W * v);
+    for (int v = 0; v < NV; ++v) b[v] = load_vec<Vec>(p.B + k * p.b_row + o + W * v);
     for (int r = 0; r < R; ++r) {
-      const float a = A[r * a_row + k * a_red];
+      const float a = A[r * p.a_row + k * p.a_red];
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
     }
   }
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) {
       const int64_t col = o + W * v;
-      if (v < NV - 1 || last_width == W) __builtin_memcpy(C + r * O + col, &acc[r][v], sizeof(Vec));
-      else store_partial(C + r * O + col, acc[r][v], last_width);
+      if (v < NV - 1 || last_width == W) __builtin_memcpy(C + r * p.c_row + col, &acc[r][v], sizeof(Vec));
+      else store_partial(C + r * p.c_row + col, acc[r][v], last_width);
     }
 }
 
-// Rows r < R of C, in tiles of up to MaxNV vectors.
+// Rows r < R of C from A's and C's row pointers, in tiles of up to MaxNV vectors.
 template <class Vec, int R, int MaxNV>
-COPYTASK_INLINE void matmul_rows(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
-                                 float* C, int64_t K, int64_t O, bool accumulate) {
+COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
   constexpr int W = sizeof(Vec) / sizeof(float);
-  for (int64_t o = 0; o < O; o += W * MaxNV) {
-    const int64_t vectors = (std::min<int64_t>(W * MaxNV, O - o) + W - 1) / W;
-    if constexpr (MaxNV >= 4) if (vectors == 4) { matmul_tile<Vec, R, 4>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); continue; }
-    if constexpr (MaxNV >= 3) if (vectors == 3) { matmul_tile<Vec, R, 3>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); continue; }
-    if constexpr (MaxNV >= 2) if (vectors == 2) { matmul_tile<Vec, R, 2>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate); continue; }
-    matmul_tile<Vec, R, 1>(A, a_row, a_red, Bm, bias, C, K, O, o, accumulate);
+  for (int64_t o = 0; o < p.O; o += W * MaxNV) {
+    const int64_t vectors = (std::min<int64_t>(W * MaxNV, p.O - o) + W - 1) / W;
+    if constexpr (MaxNV >= 4) if (vectors == 4) { matmul_tile<Vec, R, 4>(p, A, C, o); continue; }
+    if constexpr (MaxNV >= 3) if (vectors == 3) { matmul_tile<Vec, R, 3>(p, A, C, o); continue; }
+    if constexpr (MaxNV >= 2) if (vectors == 2) { matmul_tile<Vec, R, 2>(p, A, C, o); continue; }
+    matmul_tile<Vec, R, 1>(p, A, C, o);
   }
 }
 
-// All `rows` rows of C in tiles of Vec: blocks of five rows where they divide the rows and
-// four do not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; up to MaxNV
-// vectors a tile (x86-64-v3: R x 2 of the 16 AVX2 registers; x86-64-v4: R x 4 of the 32
-// AVX-512 ones).
+// Every row of C in tiles of Vec: blocks of five rows where they divide the rows and four do
+// not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; up to MaxNV vectors a
+// tile (x86-64-v3: R x 2 of the 16 AVX2 registers; x86-64-v4: R x 4 of the 32 AVX-512 ones).
 template <class Vec, int MaxNV>
-COPYTASK_INLINE void matmul_blocks(const float* A, int64_t a_row, int64_t a_red, const float* Bm, const float* bias,
-                                   float* C, int64_t rows, int64_t K, int64_t O, bool accumulate) {
+COPYTASK_INLINE void matmul_blocks(const Product& p) {
+  auto A = [&](int64_t r) { return p.A + r * p.a_row; };
+  auto C = [&](int64_t r) { return p.C + r * p.c_row; };
   int64_t r = 0;
-  if (rows % 5 == 0 && rows % 4 != 0) {
-    for (; r < rows; r += 5) matmul_rows<Vec, 5, MaxNV>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
+  if (p.rows % 5 == 0 && p.rows % 4 != 0) {
+    for (; r < p.rows; r += 5) matmul_rows<Vec, 5, MaxNV>(p, A(r), C(r));
     return;
   }
-  for (; r + 4 <= rows; r += 4)
-    matmul_rows<Vec, 4, MaxNV>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate);
-  switch (rows - r) {
-    case 3: matmul_rows<Vec, 3, MaxNV>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-    case 2: matmul_rows<Vec, 2, MaxNV>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
-    case 1: matmul_rows<Vec, 1, MaxNV>(A + r * a_row, a_row, a_red, Bm, bias, C + r * O, K, O, accumulate); break;
+  for (; r + 4 <= p.rows; r += 4) matmul_rows<Vec, 4, MaxNV>(p, A(r), C(r));
+  switch (p.rows - r) {
+    case 3: matmul_rows<Vec, 3, MaxNV>(p, A(r), C(r)); break;
+    case 2: matmul_rows<Vec, 2, MaxNV>(p, A(r), C(r)); break;
+    case 1: matmul_rows<Vec, 1, MaxNV>(p, A(r), C(r)); break;
     default: break;
   }
 }
@@ -198,31 +213,33 @@ COPYTASK_INLINE void matmul_blocks(const float* A, int64_t a_row, int64_t a_red,
 // The products out of line, one function per variant. Inlined at each of the step's call
 // sites, their tiles made the per-example function 190 KB of code (x86-64-v3) and 490 KB
 // (x86-64-v4), many times the 32 KB instruction cache; a call costs far less than a product.
-#define COPYTASK_MATMUL_PARAMETERS                                                                                 \
-  const float *A, int64_t a_row, int64_t a_red, const float *Bm, const float *bias, float *C, int64_t rows, int64_t K, \
-      int64_t O, bool accumulate
 #if COPYTASK_CPU_VARIANTS
 __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void matmul_x86_64_v4(
-    COPYTASK_MATMUL_PARAMETERS) {
-  matmul_blocks<Vec16, 4>(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
+    const Product& p) {
+  matmul_blocks<Vec16, 4>(p);
 }
-__attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(COPYTASK_MATMUL_PARAMETERS) {
-  matmul_blocks<Vec8, 2>(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
+__attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(const Product& p) {
+  matmul_blocks<Vec8, 2>(p);
 }
 #endif
-__attribute__((noinline)) inline void matmul_generic(COPYTASK_MATMUL_PARAMETERS) {
-  matmul_blocks<Vec8, 2>(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
+__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, 2>(p); }
+
+// The product in the variant of the tag Lanes. Every B is followed by kSlack readable floats.
+template <class Lanes>
+COPYTASK_INLINE void matmul(const Product& p) {
+#if COPYTASK_CPU_VARIANTS
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v4) return matmul_x86_64_v4(p);
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v3) return matmul_x86_64_v3(p);
+#endif
+  matmul_generic(p);
 }
 
-// Rows r < rows of C (rows x O) = (or +=, or = bias +) A (rows x K, element (r, k) at
-// r * a_row + k * a_red) @ Bm (K x O), in the variant of the tag Lanes.
+// The common case: A (rows, K) read as A[r * a_row + k * a_red], B (K, O) and C (rows, O)
+// contiguous.
 template <class Lanes>
-COPYTASK_INLINE void matmul(COPYTASK_MATMUL_PARAMETERS) {
-#if COPYTASK_CPU_VARIANTS
-  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v4) return matmul_x86_64_v4(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
-  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v3) return matmul_x86_64_v3(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
-#endif
-  matmul_generic(A, a_row, a_red, Bm, bias, C, rows, K, O, accumulate);
+COPYTASK_INLINE void matmul(const float* A, int64_t a_row, int64_t a_red, const float* B, const float* bias, float* C,
+                            int64_t rows, int64_t K, int64_t O, bool accumulate) {
+  matmul<Lanes>(Product{A, a_row, a_red, B, O, bias, C, O, rows, K, O, accumulate});
 }
 
 // ---- Exponential -----------------------------------------------------------------------
@@ -279,9 +296,16 @@ COPYTASK_INLINE void linear_forward(const float* in, const float* w, const float
 template <class Lanes>
 COPYTASK_INLINE void linear_backward(const float* in, const float* grad_out, const float* w_t, float* grad_w,
                                      float* grad_bias, float* grad_in, int64_t T, int64_t I, int64_t O) {
-  if (grad_bias)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t o = 0; o < O; ++o) grad_bias[o] += grad_out[t * O + o];
+  if (grad_bias) {
+    int64_t o = 0;
+    for (; o + 8 <= O; o += 8) {
+      Vec8 sum = load_vec<Vec8>(grad_bias + o);
+      for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec8>(grad_out + t * O + o);
+      store_vec(grad_bias + o, sum);
+    }
+    for (; o < O; ++o)
+      for (int64_t t = 0; t < T; ++t) grad_bias[o] += grad_out[t * O + o];
+  }
   matmul<Lanes>(in, 1, I, grad_out, nullptr, grad_w, I, T, O, true);  // rows i, summed over t
   if (grad_in) matmul<Lanes>(grad_out, O, 1, w_t, nullptr, grad_in, T, O, I, false);
 }
@@ -330,7 +354,9 @@ COPYTASK_INLINE float row_squared_deviation(const float* x, float mean, int64_t 
 }
 
 // Over D (eps 1e-5, biased variance, as torch::layer_norm); keeps the normalised rows and
-// 1/std for the backward.
+// 1/std for the backward. The loops over d are written eight lanes at a time, then the rest:
+// left to the compiler, each was vectorised behind run-time checks that its arrays do not
+// overlap, paid on every row.
 COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, const float* bias, float* normalized,
                                        float* rstd, float* out, int64_t T, int64_t D) {
   for (int64_t t = 0; t < T; ++t) {
@@ -341,7 +367,13 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
     rstd[t] = r;
     float* n_t = normalized + t * D;
     float* out_t = out + t * D;
-    for (int64_t d = 0; d < D; ++d) {
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+      const Vec8 n = (load_vec<Vec8>(x_t + d) - mean) * r;
+      store_vec(n_t + d, n);
+      store_vec(out_t + d, n * load_vec<Vec8>(weight + d) + load_vec<Vec8>(bias + d));
+    }
+    for (; d < D; ++d) {
       const float n = (x_t[d] - mean) * r;
       n_t[d] = n;
       out_t[d] = n * weight[d] + bias[d];
@@ -354,11 +386,18 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
 COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rstd, const float* weight,
                                         const float* grad_out, float* grad_weight, float* grad_bias, float* grad_x,
                                         int64_t T, int64_t D, float* scratch) {
+  float* gn = scratch;  // d(normalized) = grad_out * weight, one row
   for (int64_t t = 0; t < T; ++t) {
     const float* n_t = normalized + t * D;
     const float* g_t = grad_out + t * D;
-    float* gn = scratch;  // d(normalized) = grad_out * weight
-    for (int64_t d = 0; d < D; ++d) {
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+      const Vec8 g = load_vec<Vec8>(g_t + d);
+      store_vec(grad_weight + d, load_vec<Vec8>(grad_weight + d) + g * load_vec<Vec8>(n_t + d));
+      store_vec(grad_bias + d, load_vec<Vec8>(grad_bias + d) + g);
+      store_vec(gn + d, g * load_vec<Vec8>(weight + d));
+    }
+    for (; d < D; ++d) {
       grad_weight[d] += g_t[d] * n_t[d];
       grad_bias[d] += g_t[d];
       gn[d] = g_t[d] * weight[d];
@@ -368,7 +407,10 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
     const float mean_gn = row_dot(gn, n_t, D) / static_cast<float>(D);
     float* gx_t = grad_x + t * D;
     const float r = rstd[t];
-    for (int64_t d = 0; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g - n_t[d] * mean_gn);
+    for (d = 0; d + 8 <= D; d += 8)
+      store_vec(gx_t + d, load_vec<Vec8>(gx_t + d) +
+                              r * (load_vec<Vec8>(gn + d) - mean_g - load_vec<Vec8>(n_t + d) * mean_gn));
+    for (; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g - n_t[d] * mean_gn);
   }
 }
 
@@ -394,13 +436,25 @@ COPYTASK_INLINE void embedding_backward(const float* grad_x, const int64_t* toke
 }
 
 // ---- Attention ----------------------------------------------------------------------------
-// The dot products of a query with the keys (and of an output gradient with the values) are
-// taken eight keys at a time, over the head's keys transposed: each key's sum still runs over
-// the head's dimensions in order, but eight of them advance together in one register.
+// Head by head, as small matrix products (the products above): the scores q k^T, the mix
+// weights @ v, and backward d(weights) = g v^T, dv = weights^T g, dq = d(scores) k and
+// dk = d(scores)^T q. The softmax runs row by row between them, its e^x over the whole head.
 
-// Floats of the transposed head the attention functions below take as scratch (head_t): Dh
-// rows of T, and the slack the eight-key reads run into.
-COPYTASK_INLINE int64_t attention_scratch_floats(int64_t T, int64_t Dh) { return Dh * T + 8; }
+// The floats of the scratch every attention function below takes: the head's keys or values
+// transposed (Dh, T) and the slack the products read past them, then three (T, T) matrices.
+COPYTASK_INLINE int64_t attention_scratch_floats(int64_t T, int64_t Dh) { return Dh * T + kSlack + 3 * T * T; }
+
+struct AttentionScratch {
+  float* head_t;        // (Dh, T): k or v of the head, transposed
+  float* kept;          // (T, T): the weights times the dropout mask
+  float* grad_weights;  // (T, T): d(loss)/d(kept weights), then d(weights)
+  float* grad_scores;   // (T, T): d(loss)/d(scores) times the 1/sqrt(Dh) scale
+  AttentionScratch(float* scratch, int64_t T, int64_t Dh)
+      : head_t(scratch),
+        kept(scratch + Dh * T + kSlack),
+        grad_weights(kept + T * T),
+        grad_scores(grad_weights + T * T) {}
+};
 
 // head_t (Dh, T) = part `part` (1: k, 2: v) of head h of every position, transposed.
 COPYTASK_INLINE void head_transposed(const float* qkv, int64_t part, int64_t h, float* head_t, int64_t T, int64_t H,
@@ -412,128 +466,143 @@ COPYTASK_INLINE void head_transposed(const float* qkv, int64_t part, int64_t h, 
   }
 }
 
-// out[j] = x . (column j of head_t) for j < n: x (Dh), head_t (Dh, T).
-COPYTASK_INLINE void dots_with_columns(const float* x, const float* head_t, float* out, int64_t n, int64_t T,
-                                       int64_t Dh) {
-  for (int64_t j = 0; j < n; j += 8) {
-    Vec8 acc{};
-    for (int64_t d = 0; d < Dh; ++d) acc += x[d] * load_vec<Vec8>(head_t + d * T + j);
-    if (j + 8 <= n) __builtin_memcpy(out + j, &acc, sizeof acc);
-    else store_partial(out + j, acc, n - j);
-  }
+// scores (T, T) of head h = q k^T (unscaled), every key.
+template <class Lanes>
+COPYTASK_INLINE void head_scores(const float* qkv, int64_t h, float* scores, const AttentionScratch& scratch, int64_t T,
+                                 int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
+  head_transposed(qkv, 1, h, scratch.head_t, T, H, Dh);
+  matmul<Lanes>(Product{qkv + h * Dh, 3 * D, 1, scratch.head_t, T, nullptr, scores, T, T, Dh, T, false});
 }
 
 // Head h's softmax and mix: its logits (T, T) in weights, less their row's maximum (-inf for
-// unseen keys), become the softmax (0 for unseen keys); mixed's head h columns += the
-// weights (times the dropout mask, when given) @ v.
+// unseen keys), become the softmax (0 for unseen keys); mixed's head h columns = the weights
+// (times the dropout mask, when given) @ v.
+template <class Lanes>
 COPYTASK_INLINE void softmax_mix_head(const float* qkv, bool causal, const float* dropout, float* weights,
-                                      float* mixed, int64_t h, int64_t T, int64_t H, int64_t Dh) {
+                                      float* mixed, const AttentionScratch& scratch, int64_t h, int64_t T, int64_t H,
+                                      int64_t Dh) {
   const int64_t D = H * Dh;
-  exp_in_place(weights + h * T * T, T * T);  // e^-inf = 0
+  float* w_h = weights + h * T * T;
+  exp_in_place(w_h, T * T);  // e^-inf = 0
   for (int64_t i = 0; i < T; ++i) {
     const int64_t seen = causal ? i + 1 : T;
-    float* w_i = weights + (h * T + i) * T;
+    float* w_i = w_h + i * T;
     float total = 0;
     for (int64_t j = 0; j < seen; ++j) total += w_i[j];
     const float inverse_total = 1.0f / total;
-    float* out_i = mixed + i * D + h * Dh;
-    const float* drop_i = dropout ? dropout + (h * T + i) * T : nullptr;
-    for (int64_t j = 0; j < seen; ++j) {
-      w_i[j] *= inverse_total;
-      const float kept = drop_i ? w_i[j] * drop_i[j] : w_i[j];
-      const float* v_j = qkv + j * 3 * D + 2 * D + h * Dh;
-      for (int64_t d = 0; d < Dh; ++d) out_i[d] += kept * v_j[d];
-    }
+    for (int64_t j = 0; j < seen; ++j) w_i[j] *= inverse_total;
+  }
+  const float* kept = w_h;
+  if (dropout) {
+    const float* drop_h = dropout + h * T * T;
+    for (int64_t e = 0; e < T * T; ++e) scratch.kept[e] = w_h[e] * drop_h[e];
+    kept = scratch.kept;
+  }
+  matmul<Lanes>(Product{kept, T, 1, qkv + 2 * D + h * Dh, 3 * D, nullptr, mixed + h * Dh, D, T, T, Dh, false});
+}
+
+// weights (H, T, T): the logits of head h in, less their row's maximum over the seen keys
+// out, -inf for the unseen.
+COPYTASK_INLINE void logits_shifted(float* w_h, bool causal, int64_t T) {
+  for (int64_t i = 0; i < T; ++i) {
+    const int64_t seen = causal ? i + 1 : T;
+    float* w_i = w_h + i * T;
+    float row_max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < seen; ++j) row_max = std::max(row_max, w_i[j]);
+    for (int64_t j = 0; j < seen; ++j) w_i[j] -= row_max;
+    for (int64_t j = seen; j < T; ++j) w_i[j] = -std::numeric_limits<float>::infinity();
   }
 }
 
 // weights[h, i, j] = softmax over j of (q_i . k_j / sqrt(Dh) + bias[h, i, j]), j <= i only
 // when causal (the others 0); mixed (T, D) = the weights (times the dropout mask, when
-// given) @ v, head by head. qkv: (T, 3D); bias, dropout, weights: (H, T, T); head_t:
-// attention_scratch_floats.
+// given) @ v, head by head. qkv: (T, 3D), followed by kSlack readable floats; bias,
+// dropout, weights: (H, T, T); scratch: attention_scratch_floats.
+template <class Lanes>
 COPYTASK_INLINE void attention_forward(const float* qkv, const float* bias, bool causal, const float* dropout,
-                                       float* weights, float* mixed, float* head_t, int64_t T, int64_t H, int64_t Dh) {
-  const int64_t D = H * Dh;
+                                       float* weights, float* mixed, float* scratch, int64_t T, int64_t H, int64_t Dh) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-  for (int64_t t = 0; t < T * D; ++t) mixed[t] = 0.0f;
+  const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    head_transposed(qkv, 1, h, head_t, T, H, Dh);
-    // The logits less their row's maximum (-inf for unseen keys), then e^ of the whole head's.
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal ? i + 1 : T;  // keys 0 .. seen-1
-      const float* q_i = qkv + i * 3 * D + h * Dh;
-      const float* bias_i = bias ? bias + (h * T + i) * T : nullptr;
-      float* w_i = weights + (h * T + i) * T;
-      dots_with_columns(q_i, head_t, w_i, seen, T, Dh);
-      float row_max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < seen; ++j) {
-        const float score = bias_i ? w_i[j] * scale + bias_i[j] : w_i[j] * scale;
-        w_i[j] = score;
-        row_max = std::max(row_max, score);
-      }
-      for (int64_t j = 0; j < seen; ++j) w_i[j] -= row_max;
-      for (int64_t j = seen; j < T; ++j) w_i[j] = -std::numeric_limits<float>::infinity();
+    float* w_h = weights + h * T * T;
+    head_scores<Lanes>(qkv, h, w_h, work, T, H, Dh);
+    if (bias)
+      for (int64_t e = 0; e < T * T; ++e) w_h[e] = w_h[e] * scale + bias[h * T * T + e];
+    else
+      for (int64_t e = 0; e < T * T; ++e) w_h[e] *= scale;
+    logits_shifted(w_h, causal, T);
+    softmax_mix_head<Lanes>(qkv, causal, dropout, weights, mixed, work, h, T, H, Dh);
+  }
+}
+
+// The backward of head h's mix: scratch.grad_weights (T, T) = d(loss)/d(weights) (g v^T
+// times the dropout mask), and the head's v columns of grad_qkv = kept^T g (set).
+template <class Lanes>
+COPYTASK_INLINE void mix_backward_head(const float* qkv, const float* weights, const float* dropout,
+                                       const float* grad_mixed, float* grad_qkv, const AttentionScratch& scratch,
+                                       int64_t h, int64_t T, int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
+  const float* w_h = weights + h * T * T;
+  head_transposed(qkv, 2, h, scratch.head_t, T, H, Dh);
+  matmul<Lanes>(Product{grad_mixed + h * Dh, D, 1, scratch.head_t, T, nullptr, scratch.grad_weights, T, T, Dh, T, false});
+  const float* kept = w_h;
+  if (dropout) {
+    const float* drop_h = dropout + h * T * T;
+    for (int64_t e = 0; e < T * T; ++e) {
+      scratch.kept[e] = w_h[e] * drop_h[e];
+      scratch.grad_weights[e] *= drop_h[e];
     }
-    softmax_mix_head(qkv, causal, dropout, weights, mixed, h, T, H, Dh);
+    kept = scratch.kept;
+  }
+  matmul<Lanes>(Product{kept, 1, T, grad_mixed + h * Dh, D, nullptr, grad_qkv + 2 * D + h * Dh, 3 * D, T, T, Dh, false});
+}
+
+// d(logits) of head h's softmax from scratch.grad_weights: w_j (d(weights)_j - sum_k w_k
+// d(weights)_k) for the seen keys, 0 for the others, to grad_logits (T, T).
+COPYTASK_INLINE void softmax_backward_head(const float* w_h, bool causal, const float* grad_weights, float* grad_logits,
+                                           int64_t T) {
+  for (int64_t i = 0; i < T; ++i) {
+    const int64_t seen = causal ? i + 1 : T;
+    const float* w_i = w_h + i * T;
+    const float* gw_i = grad_weights + i * T;
+    float weighted = 0;
+    for (int64_t j = 0; j < seen; ++j) weighted += w_i[j] * gw_i[j];
+    float* gl_i = grad_logits + i * T;
+    for (int64_t j = 0; j < seen; ++j) gl_i[j] = w_i[j] * (gw_i[j] - weighted);
+    for (int64_t j = seen; j < T; ++j) gl_i[j] = 0.0f;
   }
 }
 
-// The start of the backward of the weights @ v, for query i of head h: d(weights)_j
-// (= (g_i . v_j) times the dropout mask, to grad_weights) for j < seen, dv_j += kept_j g_i;
-// returns sum_j w_j d(weights)_j, for the softmax's backward. values_t: the head's values
-// transposed (head_transposed).
-COPYTASK_INLINE float mix_backward_row(const float* qkv, const float* w_i, const float* drop_i, const float* g_i,
-                                       const float* values_t, float* grad_qkv, float* grad_weights, int64_t seen,
-                                       int64_t T, int64_t D, int64_t h, int64_t Dh) {
-  dots_with_columns(g_i, values_t, grad_weights, seen, T, Dh);
-  float weighted = 0;
-  for (int64_t j = 0; j < seen; ++j) {
-    const float drop = drop_i ? drop_i[j] : 1.0f;
-    float* gv_j = grad_qkv + j * 3 * D + 2 * D + h * Dh;
-    grad_weights[j] *= drop;
-    weighted += w_i[j] * grad_weights[j];
-    const float kept = w_i[j] * drop;
-    for (int64_t d = 0; d < Dh; ++d) gv_j[d] += kept * g_i[d];
-  }
-  return weighted;
+// The head's q and k columns of grad_qkv = (or +=) the gradient through q k^T of
+// scratch.grad_scores: dq = d(scores) k, dk = d(scores)^T q.
+template <class Lanes>
+COPYTASK_INLINE void scores_backward_head(const float* qkv, float* grad_qkv, const AttentionScratch& scratch, int64_t h,
+                                          int64_t T, int64_t H, int64_t Dh, bool accumulate) {
+  const int64_t D = H * Dh;
+  matmul<Lanes>(Product{scratch.grad_scores, T, 1, qkv + D + h * Dh, 3 * D, nullptr, grad_qkv + h * Dh, 3 * D, T, T, Dh,
+                        accumulate});
+  matmul<Lanes>(Product{scratch.grad_scores, 1, T, qkv + h * Dh, 3 * D, nullptr, grad_qkv + D + h * Dh, 3 * D, T, T, Dh,
+                        accumulate});
 }
 
-// From grad_mixed (T, D): grad_qkv (T, 3D) = the gradient at q | k | v (set, not added);
-// grad_bias (H, T, T), when given, += the gradient at the scores before the scaling, which
-// is the score bias's. scratch: T + attention_scratch_floats floats.
+// From grad_mixed (T, D, followed by kSlack readable floats): grad_qkv (T, 3D) = the
+// gradient at q | k | v (set, not added); grad_bias (H, T, T), when given, += the gradient at
+// the scores before the scaling, which is the score bias's. scratch:
+// attention_scratch_floats.
+template <class Lanes>
 COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, bool causal, const float* dropout,
                                         const float* grad_mixed, float* grad_qkv, float* grad_bias, float* scratch,
                                         int64_t T, int64_t H, int64_t Dh) {
-  const int64_t D = H * Dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-  float* values_t = scratch + T;
-  for (int64_t t = 0; t < 3 * T * D; ++t) grad_qkv[t] = 0.0f;
+  const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    head_transposed(qkv, 2, h, values_t, T, H, Dh);
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal ? i + 1 : T;
-      const float* w_i = weights + (h * T + i) * T;
-      const float* drop_i = dropout ? dropout + (h * T + i) * T : nullptr;
-      const float weighted = mix_backward_row(qkv, w_i, drop_i, grad_mixed + i * D + h * Dh, values_t, grad_qkv,
-                                              scratch, seen, T, D, h, Dh);
-      // d(logit)_j = w_j (d(weights)_j - weighted): the bias's gradient; d(score) = it / sqrt(Dh)
-      // by the scale: dq_i += d(score)_j k_j; dk_j += d(score)_j q_i.
-      const float* q_i = qkv + i * 3 * D + h * Dh;
-      float* gq_i = grad_qkv + i * 3 * D + h * Dh;
-      float* grad_bias_i = grad_bias ? grad_bias + (h * T + i) * T : nullptr;
-      for (int64_t j = 0; j < seen; ++j) {
-        const float grad_logit = w_i[j] * (scratch[j] - weighted);
-        if (grad_bias_i) grad_bias_i[j] += grad_logit;
-        const float grad_score = grad_logit * scale;
-        if (grad_score == 0.0f) continue;  // exact zeros add nothing
-        const float* k_j = qkv + j * 3 * D + D + h * Dh;
-        float* gk_j = grad_qkv + j * 3 * D + D + h * Dh;
-        for (int64_t d = 0; d < Dh; ++d) {
-          gq_i[d] += grad_score * k_j[d];
-          gk_j[d] += grad_score * q_i[d];
-        }
-      }
-    }
+    mix_backward_head<Lanes>(qkv, weights, dropout, grad_mixed, grad_qkv, work, h, T, H, Dh);
+    softmax_backward_head(weights + h * T * T, causal, work.grad_weights, work.grad_scores, T);
+    if (grad_bias)
+      for (int64_t e = 0; e < T * T; ++e) grad_bias[h * T * T + e] += work.grad_scores[e];
+    for (int64_t e = 0; e < T * T; ++e) work.grad_scores[e] *= scale;
+    scores_backward_head<Lanes>(qkv, grad_qkv, work, h, T, H, Dh, false);
   }
 }
 
@@ -541,91 +610,70 @@ COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, 
 // A member with hooks at the scores or softmax site (a content term, the length scale) runs
 // its attention in stages, so that the hooks can read and change the logits between them:
 // scores, then (the hooks), then softmax and the mix; backward the same way back. The same
-// function as attention_forward / attention_backward, summed in another order.
+// function as attention_forward / attention_backward.
 
 // scores (H, T, T) = q_i . k_j / sqrt(Dh) for the seen keys (j <= i when causal), 0 beyond.
-// head_t: attention_scratch_floats.
-COPYTASK_INLINE void attention_scores(const float* qkv, bool causal, float* scores, float* head_t, int64_t T, int64_t H,
+template <class Lanes>
+COPYTASK_INLINE void attention_scores(const float* qkv, bool causal, float* scores, float* scratch, int64_t T, int64_t H,
                                       int64_t Dh) {
-  const int64_t D = H * Dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+  const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    head_transposed(qkv, 1, h, head_t, T, H, Dh);
+    float* s_h = scores + h * T * T;
+    head_scores<Lanes>(qkv, h, s_h, work, T, H, Dh);
     for (int64_t i = 0; i < T; ++i) {
       const int64_t seen = causal ? i + 1 : T;
-      float* s_i = scores + (h * T + i) * T;
-      dots_with_columns(qkv + i * 3 * D + h * Dh, head_t, s_i, seen, T, Dh);
-      for (int64_t j = 0; j < seen; ++j) s_i[j] *= scale;
-      for (int64_t j = seen; j < T; ++j) s_i[j] = 0.0f;
+      for (int64_t j = 0; j < seen; ++j) s_h[i * T + j] *= scale;
+      for (int64_t j = seen; j < T; ++j) s_h[i * T + j] = 0.0f;
     }
   }
 }
 
 // weights (H, T, T): the logits in, their softmax over the seen keys out (0 beyond); mixed
 // (T, D) = the weights (times the dropout mask, when given) @ v, head by head.
+template <class Lanes>
 COPYTASK_INLINE void attention_softmax_mix(const float* qkv, bool causal, const float* dropout, float* weights,
-                                           float* mixed, int64_t T, int64_t H, int64_t Dh) {
-  for (int64_t t = 0; t < T * H * Dh; ++t) mixed[t] = 0.0f;
+                                           float* mixed, float* scratch, int64_t T, int64_t H, int64_t Dh) {
+  const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal ? i + 1 : T;
-      float* w_i = weights + (h * T + i) * T;
-      float row_max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < seen; ++j) row_max = std::max(row_max, w_i[j]);
-      for (int64_t j = 0; j < seen; ++j) w_i[j] -= row_max;
-      for (int64_t j = seen; j < T; ++j) w_i[j] = -std::numeric_limits<float>::infinity();
-    }
-    softmax_mix_head(qkv, causal, dropout, weights, mixed, h, T, H, Dh);
+    logits_shifted(weights + h * T * T, causal, T);
+    softmax_mix_head<Lanes>(qkv, causal, dropout, weights, mixed, work, h, T, H, Dh);
   }
 }
 
 // From grad_mixed (T, D): grad_qkv (T, 3D) set, its v part the gradient at v and its q and k
 // parts zero; grad_logits (H, T, T) = the gradient at the softmax's input (0 for unseen
-// keys). scratch: T + attention_scratch_floats floats.
+// keys).
+template <class Lanes>
 COPYTASK_INLINE void attention_softmax_backward(const float* qkv, const float* weights, bool causal,
                                                 const float* dropout, const float* grad_mixed, float* grad_qkv,
                                                 float* grad_logits, float* scratch, int64_t T, int64_t H,
                                                 int64_t Dh) {
   const int64_t D = H * Dh;
-  float* values_t = scratch + T;
-  for (int64_t t = 0; t < 3 * T * D; ++t) grad_qkv[t] = 0.0f;
+  const AttentionScratch work(scratch, T, Dh);
+  for (int64_t j = 0; j < T; ++j)
+    for (int64_t e = 0; e < 2 * D; ++e) grad_qkv[j * 3 * D + e] = 0.0f;
   for (int64_t h = 0; h < H; ++h) {
-    head_transposed(qkv, 2, h, values_t, T, H, Dh);
-    for (int64_t i = 0; i < T; ++i) {
-      const int64_t seen = causal ? i + 1 : T;
-      const float* w_i = weights + (h * T + i) * T;
-      const float* drop_i = dropout ? dropout + (h * T + i) * T : nullptr;
-      const float weighted = mix_backward_row(qkv, w_i, drop_i, grad_mixed + i * D + h * Dh, values_t, grad_qkv,
-                                              scratch, seen, T, D, h, Dh);
-      float* gl_i = grad_logits + (h * T + i) * T;
-      for (int64_t j = 0; j < seen; ++j) gl_i[j] = w_i[j] * (scratch[j] - weighted);
-      for (int64_t j = seen; j < T; ++j) gl_i[j] = 0.0f;
-    }
+    mix_backward_head<Lanes>(qkv, weights, dropout, grad_mixed, grad_qkv, work, h, T, H, Dh);
+    softmax_backward_head(weights + h * T * T, causal, work.grad_weights, grad_logits + h * T * T, T);
   }
 }
 
-// grad_qkv's q and k parts += the gradient through q_i . k_j / sqrt(Dh) of grad_scores (H, T, T).
+// grad_qkv's q and k parts += the gradient through q_i . k_j / sqrt(Dh) of grad_scores
+// (H, T, T; its entries for unseen keys are not read).
+template <class Lanes>
 COPYTASK_INLINE void attention_scores_backward(const float* qkv, bool causal, const float* grad_scores,
-                                               float* grad_qkv, int64_t T, int64_t H, int64_t Dh) {
-  const int64_t D = H * Dh;
+                                               float* grad_qkv, float* scratch, int64_t T, int64_t H, int64_t Dh) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-  for (int64_t h = 0; h < H; ++h)
+  const AttentionScratch work(scratch, T, Dh);
+  for (int64_t h = 0; h < H; ++h) {
     for (int64_t i = 0; i < T; ++i) {
       const int64_t seen = causal ? i + 1 : T;
-      const float* q_i = qkv + i * 3 * D + h * Dh;
-      float* gq_i = grad_qkv + i * 3 * D + h * Dh;
-      const float* gs_i = grad_scores + (h * T + i) * T;
-      for (int64_t j = 0; j < seen; ++j) {
-        const float grad_score = gs_i[j] * scale;
-        if (grad_score == 0.0f) continue;  // exact zeros add nothing
-        const float* k_j = qkv + j * 3 * D + D + h * Dh;
-        float* gk_j = grad_qkv + j * 3 * D + D + h * Dh;
-        for (int64_t d = 0; d < Dh; ++d) {
-          gq_i[d] += grad_score * k_j[d];
-          gk_j[d] += grad_score * q_i[d];
-        }
-      }
+      for (int64_t j = 0; j < seen; ++j) work.grad_scores[i * T + j] = grad_scores[(h * T + i) * T + j] * scale;
+      for (int64_t j = seen; j < T; ++j) work.grad_scores[i * T + j] = 0.0f;
     }
+    scores_backward_head<Lanes>(qkv, grad_qkv, work, h, T, H, Dh, true);
+  }
 }
 
 // ---- Residuals, ReLU, dropout ----------------------------------------------------------------

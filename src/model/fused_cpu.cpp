@@ -90,7 +90,7 @@ class ExampleWorkspace {
     const int64_t TD = s.T * s.D, TF = s.T * s.F, HTT = s.H * s.T * s.T;
     per_block_ = 8 * TD + 2 * s.T + HTT + 2 * TF + (HTT + 2 * TD + TF);
     data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + attention_scratch_floats(s.T, s.Dh) +
-                 kSlack);
+                 s.D + kSlack);
     hooks_.resize(static_cast<size_t>(hook_floats));
     if (staged) staged_.resize(static_cast<size_t>((s.L + 2) * HTT + TD));
     snapshots_.resize(static_cast<size_t>(s.L * snapshots * 3 * TD));
@@ -141,7 +141,7 @@ class ExampleWorkspace {
     t.grad_qkv = p; p += 3 * TD;
     t.grad_hidden = p; p += TF;
     t.grad_pre = p; p += TF;
-    t.scratch = p;                    // the attention's (T + attention_scratch_floats), a layer norm's (D + 8)
+    t.scratch = p;                    // the attention's (attention_scratch_floats), a layer norm's (D + 8), the loss's (T)
     return t;
   }
   // The positional hooks' floats.
@@ -204,7 +204,7 @@ COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConsta
   auto a = work.block(l);
   const auto staged = work.staged(l);
   const int64_t n = s.H * s.T * s.T;
-  attention_scores(a.qkv, c.causal, staged.scores, work.tail().scratch, s.T, s.H, s.Dh);
+  attention_scores<Lanes>(a.qkv, c.causal, staged.scores, work.tail().scratch, s.T, s.H, s.Dh);
   const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
   if (bias)
     for (int64_t i = 0; i < n; ++i) a.weights[i] = staged.scores[i] + bias[i];
@@ -213,7 +213,7 @@ COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConsta
   const ScoresSite site{a.qkv, a.attn_in, staged.scores, bias, a.weights};
   for (int k : c.scores) c.hooks[k]->scores_forward(e[k], l, site);
   for (int k : c.softmax) c.hooks[k]->softmax_forward(e[k], l, a.weights);
-  attention_softmax_mix(a.qkv, c.causal, dropout, a.weights, a.mixed, s.T, s.H, s.Dh);
+  attention_softmax_mix<Lanes>(a.qkv, c.causal, dropout, a.weights, a.mixed, work.tail().scratch, s.T, s.H, s.Dh);
 }
 
 // Its backward, from grad_mixed (T, D): t.grad_qkv set, the hooks' gradients accumulated,
@@ -226,7 +226,7 @@ COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConst
   auto t = work.tail();
   const auto staged = work.staged(l);
   const int64_t n = s.H * s.T * s.T;
-  attention_softmax_backward(a.qkv, a.weights, c.causal, dropout, grad_mixed, t.grad_qkv, staged.grad_logits,
+  attention_softmax_backward<Lanes>(a.qkv, a.weights, c.causal, dropout, grad_mixed, t.grad_qkv, staged.grad_logits,
                              t.scratch, s.T, s.H, s.Dh);
   for (auto k = c.softmax.rbegin(); k != c.softmax.rend(); ++k) c.hooks[*k]->softmax_backward(e[*k], l, staged.grad_logits);
   std::copy(staged.grad_logits, staged.grad_logits + n, staged.grad_scores);
@@ -238,7 +238,7 @@ COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConst
   for (auto k = c.scores.rbegin(); k != c.scores.rend(); ++k) c.hooks[*k]->scores_backward(e[*k], l, site, grad);
   if (grad_bias)
     for (int64_t i = 0; i < n; ++i) grad_bias[i] += staged.grad_logits[i];
-  attention_scores_backward(a.qkv, c.causal, staged.grad_scores, t.grad_qkv, s.T, s.H, s.Dh);
+  attention_scores_backward<Lanes>(a.qkv, c.causal, staged.grad_scores, t.grad_qkv, t.scratch, s.T, s.H, s.Dh);
 }
 
 // Block l's forward: x (T, D) in and out; keeps its activations in the workspace.
@@ -263,7 +263,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
     attention_forward_staged<Lanes>(s, c, e, l, mask(kAttentionWeights), work);
   } else {
     const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
-    attention_forward(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, work.tail().scratch, T, s.H,
+    attention_forward<Lanes>(a.qkv, bias, c.causal, mask(kAttentionWeights), a.weights, a.mixed, work.tail().scratch, T, s.H,
                       s.Dh);
   }
   linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, T, D, D);
@@ -305,7 +305,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
     attention_backward_staged<Lanes>(s, c, e, l, mask(kAttentionWeights), t.grad_b, work);
   } else {
     float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
-    attention_backward(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv, grad_bias,
+    attention_backward<Lanes>(a.qkv, a.weights, c.causal, mask(kAttentionWeights), t.grad_b, t.grad_qkv, grad_bias,
                        t.scratch, T, s.H, s.Dh);
   }
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
