@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "model/cpu_variant.h"
 
@@ -100,10 +101,8 @@ COPYTASK_INLINE Vec load_partial(const float* p, int64_t width) {
   return v;
 }
 template <class Vec>
-COPYTASK_INLINE void store_partial(float* p, const Vec& v, int64_t width) {
-  float buffer[sizeof(Vec) / sizeof(float)];
-  __builtin_memcpy(buffer, &v, sizeof v);
-  for (int64_t l = 0; l < width; ++l) p[l] = buffer[l];
+COPYTASK_INLINE void store_partial(float* p, Vec v, int64_t width) {
+  for (int64_t l = 0; l < width; ++l) p[l] = v[l];
 }
 
 // Every right-hand matrix (B below) is followed by this many readable floats: the
@@ -116,9 +115,12 @@ COPYTASK_INLINE Vec load_vec(const float* p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
+// (By value and through an unaligned type: an accumulator whose address is taken stays in
+// memory.)
 template <class Vec>
-COPYTASK_INLINE void store_vec(float* p, const Vec& v) {
-  __builtin_memcpy(p, &v, sizeof v);
+COPYTASK_INLINE void store_vec(float* p, Vec v) {
+  typedef float Unaligned __attribute__((vector_size(sizeof(Vec)), aligned(4), may_alias));
+  *reinterpret_cast<Unaligned*>(p) = v;
 }
 
 // One small matrix product: rows r < rows of C = (or +=, or = bias +) A @ B, where A's
@@ -137,32 +139,34 @@ struct Product {
   bool accumulate;    // C += A @ B
 };
 
-// The register tile: rows r < R of C, columns o .. o + W NV for vectors of W floats (the
-// last of the NV vectors may hold fewer: its lanes past O are computed from the next row's or
-// the slack's floats and never stored). The R x NV accumulators stay in registers over the
-// whole sum, so each loaded row of B serves R products and each broadcast element of A
-// serves NV. Every element is the same sum in the same order whatever the tile (the first
-// term, then one fused multiply-add per k in order).
-template <class Vec, int R, int NV>
+// The register tile: rows r < R of C, columns o .. o + W NV for vectors of W floats (when
+// Partial, the last of the NV vectors holds only the columns up to O: its other lanes are
+// computed from the next row's or the slack's floats and never stored). The R x NV
+// accumulators stay in registers over the whole sum, so each loaded row of B serves R
+// products and each broadcast element of A serves NV. Every element is the same sum in the
+// same order whatever the tile (the first term, then one fused multiply-add per k in order).
+// The start (0, C or the bias) is a template argument and the partial vector known at compile
+// time, so that the compiler keeps the tile in registers from the first load to the last
+// store (with the start chosen inside, it kept the tile on the stack around the loop).
+// How a tile's sums start: from 0, from C's values (C +=), or from the bias.
+enum class TileStart { zero, accumulate, bias };
+
+template <class Vec, int R, int NV, bool Partial, TileStart Start>
 COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int64_t o) {
   constexpr int W = sizeof(Vec) / sizeof(float);
+  const int64_t last_width = Partial ? p.O - o - W * (NV - 1) : W;
+  auto full = [&](int v) { return !Partial || v < NV - 1; };
   Vec acc[R][NV];
-  const int64_t last_width = std::min<int64_t>(W, p.O - o - W * (NV - 1));
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) {
-      const int64_t col = o + W * v;
-      acc[r][v] = Vec{};
-      if (v < NV - 1 || last_width == W) {
-        if (p.accumulate) acc[r][v] = load_vec<Vec>(C + r * p.c_row + col);
-        else if (p.bias) acc[r][v] = load_vec<Vec>(p.bias + col);
-      } else {
-        if (p.accumulate) acc[r][v] = load_partial<Vec>(C + r * p.c_row + col, last_width);
-        else if (p.bias) acc[r][v] = load_partial<Vec>(p.bias + col, last_width);
-      }
+      const float* from = Start == TileStart::accumulate ? C + r * p.c_row + o + W * v : p.bias + o + W * v;
+      if constexpr (Start == TileStart::zero) acc[r][v] = Vec{};
+      else acc[r][v] = full(v) ? load_vec<Vec>(from) : load_partial<Vec>(from, last_width);
     }
-  for (int64_t k = 0; k < p.K; ++k) {
+  const float* b_k = p.B + o;
+  for (int64_t k = 0; k < p.K; ++k, b_k += p.b_row) {
     Vec b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = load_vec<Vec>(p.B + k * p.b_row + o + W * v);
+    for (int v = 0; v < NV; ++v) b[v] = load_vec<Vec>(b_k + W * v);
     for (int r = 0; r < R; ++r) {
       const float a = A[r * p.a_row + k * p.a_red];
       for (int v = 0; v < NV; ++v) acc[r][v] += a * b[v];
@@ -170,23 +174,39 @@ COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int
   }
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) {
-      const int64_t col = o + W * v;
-      if (v < NV - 1 || last_width == W) __builtin_memcpy(C + r * p.c_row + col, &acc[r][v], sizeof(Vec));
-      else store_partial(C + r * p.c_row + col, acc[r][v], last_width);
+      float* out = C + r * p.c_row + o + W * v;
+      if (full(v)) store_vec(out, acc[r][v]);
+      else store_partial(out, acc[r][v], last_width);
     }
 }
 
-// Rows r < R of C from A's and C's row pointers, in tiles of up to MaxNV vectors.
+// The tile with its start chosen once, outside it.
+template <class Vec, int R, int NV, bool Partial>
+COPYTASK_INLINE void matmul_tile_started(const Product& p, const float* A, float* C, int64_t o) {
+  if (p.accumulate) matmul_tile<Vec, R, NV, Partial, TileStart::accumulate>(p, A, C, o);
+  else if (p.bias) matmul_tile<Vec, R, NV, Partial, TileStart::bias>(p, A, C, o);
+  else matmul_tile<Vec, R, NV, Partial, TileStart::zero>(p, A, C, o);
+}
+
+// Rows r < R of C from A's and C's row pointers: whole tiles of MaxNV vectors, then one of
+// the vectors left, the last partial when O is not a multiple of W.
 template <class Vec, int R, int MaxNV>
 COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
   constexpr int W = sizeof(Vec) / sizeof(float);
-  for (int64_t o = 0; o < p.O; o += W * MaxNV) {
-    const int64_t vectors = (std::min<int64_t>(W * MaxNV, p.O - o) + W - 1) / W;
-    if constexpr (MaxNV >= 4) if (vectors == 4) { matmul_tile<Vec, R, 4>(p, A, C, o); continue; }
-    if constexpr (MaxNV >= 3) if (vectors == 3) { matmul_tile<Vec, R, 3>(p, A, C, o); continue; }
-    if constexpr (MaxNV >= 2) if (vectors == 2) { matmul_tile<Vec, R, 2>(p, A, C, o); continue; }
-    matmul_tile<Vec, R, 1>(p, A, C, o);
-  }
+  int64_t o = 0;
+  for (; o + W * MaxNV <= p.O; o += W * MaxNV) matmul_tile_started<Vec, R, MaxNV, false>(p, A, C, o);
+  const int64_t left = p.O - o;
+  if (left == 0) return;
+  const int64_t vectors = (left + W - 1) / W;
+  const bool partial = left % W != 0;
+  auto tile = [&](auto nv) COPYTASK_KERNEL_BODY {
+    if (partial) matmul_tile_started<Vec, R, decltype(nv)::value, true>(p, A, C, o);
+    else matmul_tile_started<Vec, R, decltype(nv)::value, false>(p, A, C, o);
+  };
+  if constexpr (MaxNV >= 4) if (vectors == 3) return tile(std::integral_constant<int, 3>{});
+  if constexpr (MaxNV >= 3) if (vectors == 2) return tile(std::integral_constant<int, 2>{});
+  if constexpr (MaxNV >= 2) if (vectors == 1) return tile(std::integral_constant<int, 1>{});
+  tile(std::integral_constant<int, MaxNV>{});  // MaxNV vectors, the last partial
 }
 
 // Every row of C in tiles of Vec: blocks of five rows where they divide the rows and four do
