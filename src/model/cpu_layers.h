@@ -5,7 +5,7 @@
 // Everything is row-major float32; weights are (in, out), as the LibTorch model stores them.
 // The functions are always inlined into their caller, so each of its compiled variants
 // (x86-64-v4, x86-64-v3 and generic: on_cpu_variant below) gets them with its own
-// instructions.
+// instructions; the matrix products alone are out of line, one function per variant.
 //
 // Shapes of one example: T positions, D embed, H heads, Dh = D / H, F FF hidden, V vocab;
 // q | k | v of a position are one row of 3D floats, head h at columns h*Dh of each third.

@@ -552,7 +552,7 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
 
   // Every (member, partition) task sums its examples' gradients into its own buffer.
   const int64_t K = partition_count(s.B);
-  std::vector<float> partial(static_cast<size_t>(M * K * P + kSlack));  // slack: see matmul_rows
+  std::vector<float> partial(static_cast<size_t>(M * K * P + kSlack));  // slack: see kSlack (cpu_layers.h)
   std::vector<double> partial_loss(static_cast<size_t>(M * K), 0.0);
   const int64_t* input_data = inputs.data_ptr<int64_t>();
   const int64_t* target_data = targets.data_ptr<int64_t>();
