@@ -89,9 +89,9 @@ COPYTASK_INLINE auto on_cpu_variant(const Body& body) {
 // one; one AVX-512 register in the x86-64-v4 variant).
 typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec16 __attribute__((vector_size(64)));
-// The first `width` floats of a vector, the others 0 / stored: through a buffer, so that the
-// vector is never indexed at a run-time lane (which would keep a whole tile of accumulators
-// in memory instead of registers).
+// The first `width` floats of a vector, the others 0 / stored. Loaded through a buffer and
+// stored from a copy (the argument is by value), so that no accumulator of a tile is indexed
+// at a run-time lane, which would keep the whole tile in memory instead of registers.
 template <class Vec>
 COPYTASK_INLINE Vec load_partial(const float* p, int64_t width) {
   float buffer[sizeof(Vec) / sizeof(float)] = {};
