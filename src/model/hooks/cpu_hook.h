@@ -67,7 +67,7 @@ class CpuHook {
   // Floats of its table's gradient per member (0 when it wants none).
   virtual int64_t grad_floats() const { return 0; }
   // Whether it acts at the scores or softmax site beyond a plain score bias: the step then
-  // runs the attention in stages (cpu_layers.h's attention_*_hooked) so that it can.
+  // runs the attention in stages (cpu_layers.h's "Attention in stages") so that it can.
   virtual bool stages_attention() const { return false; }
 
   virtual void example_begin(const HookExample& example) const {}
