@@ -234,9 +234,14 @@ COPYTASK_INLINE void matmul_blocks(const Product& p) {
 // sites, their tiles made the per-example function 190 KB of code (x86-64-v3) and 490 KB
 // (x86-64-v4), many times the 32 KB instruction cache; a call costs far less than a product.
 #if COPYTASK_CPU_VARIANTS
+// On x86-64-v4, 16-lane tiles; but where 512-bit FMAs run on 256-bit pipes (Zen 4) and 8-lane
+// vectors cover the columns with fewer lanes (a 20-wide row: 24 lanes, not 32), 8-lane tiles
+// of up to 4 vectors in AVX-512's 32 registers.
 __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void matmul_x86_64_v4(
     const Product& p) {
-  matmul_blocks<Vec16, 4>(p);
+  const int64_t lanes8 = (p.O + 7) / 8 * 8, lanes16 = (p.O + 15) / 16 * 16;
+  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, 4>(p);
+  else matmul_blocks<Vec16, 4>(p);
 }
 __attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(const Product& p) {
   matmul_blocks<Vec8, 2>(p);

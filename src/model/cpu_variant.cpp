@@ -135,10 +135,15 @@ std::string cpu_variant_from_environment() {
   return "COPYTASK_CPU_KERNEL: " + message + " (unset it, or set it to auto, for the default)";
 }
 
+bool cpu_avx512_on_256_bit_pipes() {
+  static const bool half = cpu_is_amd() && cpu_family() == 0x19;
+  return half;
+}
+
 FmaPeak cpu_fma_peak_per_cycle(CpuVariant variant) {
   switch (variant) {
     case CpuVariant::x86_64_v4:
-      if (cpu_is_amd() && cpu_family() == 0x19)
+      if (cpu_avx512_on_256_bit_pipes())
         return {32, "AVX-512 on AMD family 19h (Zen 4): 512-bit FMAs on two 256-bit pipes, 2 x 8 x 2"};
       return {64, "AVX-512: two 512-bit FMA pipes, 2 x 16 x 2"};
     case CpuVariant::x86_64_v3: return {32, "AVX2: two 256-bit FMA pipes, 2 x 8 x 2"};

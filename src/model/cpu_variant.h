@@ -55,6 +55,11 @@ struct FmaPeak {
 };
 FmaPeak cpu_fma_peak_per_cycle(CpuVariant variant);
 
+// Whether this CPU's 512-bit FMAs run on 256-bit pipes (AMD family 19h, Zen 4): a 16-lane
+// FMA then costs two 8-lane ones, and the x86-64-v4 products take 8-lane tiles where 16
+// lanes would compute more of them. Read once.
+bool cpu_avx512_on_256_bit_pipes();
+
 // The clock in GHz and where it was read: cpufreq's base or maximum frequency, else
 // /proc/cpuinfo's "cpu MHz" (the clock the kernel last saw; in a VM usually the base).
 // 0 and "unknown" when none can be read.
