@@ -139,6 +139,9 @@ struct Product {
   bool accumulate;    // C += A @ B
 };
 
+// How a tile's sums start: from 0, from C's values (C +=), or from the bias.
+enum class TileStart { zero, accumulate, bias };
+
 // The register tile: rows r < R of C, columns o .. o + W NV for vectors of W floats (when
 // Partial, the last of the NV vectors holds only the columns up to O: its other lanes are
 // computed from the next row's or the slack's floats and never stored). The R x NV
@@ -148,9 +151,6 @@ struct Product {
 // The start (0, C or the bias) is a template argument and the partial vector known at compile
 // time, so that the compiler keeps the tile in registers from the first load to the last
 // store (with the start chosen inside, it kept the tile on the stack around the loop).
-// How a tile's sums start: from 0, from C's values (C +=), or from the bias.
-enum class TileStart { zero, accumulate, bias };
-
 template <class Vec, int R, int NV, bool Partial, TileStart Start>
 COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int64_t o) {
   constexpr int W = sizeof(Vec) / sizeof(float);
@@ -300,10 +300,7 @@ COPYTASK_INLINE Vec exp_lanes(Vec x) {
 // whole block of rows, not row by row).
 COPYTASK_INLINE void exp_in_place(float* x, int64_t n) {
   int64_t e = 0;
-  for (; e + 8 <= n; e += 8) {
-    const Vec8 value = exp_lanes(load_vec<Vec8>(x + e));
-    __builtin_memcpy(x + e, &value, sizeof value);
-  }
+  for (; e + 8 <= n; e += 8) store_vec(x + e, exp_lanes(load_vec<Vec8>(x + e)));
   if (e < n) store_partial(x + e, exp_lanes(load_partial<Vec8>(x + e, n - e)), n - e);
 }
 
@@ -500,6 +497,16 @@ COPYTASK_INLINE void head_scores(const float* qkv, int64_t h, float* scores, con
   matmul<Lanes>(Product{qkv + h * Dh, 3 * D, 1, scratch.head_t, T, nullptr, scores, T, T, Dh, T, false});
 }
 
+// Head h's weights w_h (T, T) as the mix reads them: times the dropout mask (into
+// scratch.kept) when given, else w_h itself.
+COPYTASK_INLINE const float* kept_weights(const float* w_h, const float* dropout, const AttentionScratch& scratch,
+                                          int64_t h, int64_t T) {
+  if (!dropout) return w_h;
+  const float* drop_h = dropout + h * T * T;
+  for (int64_t e = 0; e < T * T; ++e) scratch.kept[e] = w_h[e] * drop_h[e];
+  return scratch.kept;
+}
+
 // Head h's softmax and mix: its logits (T, T) in weights, less their row's maximum (-inf for
 // unseen keys), become the softmax (0 for unseen keys); mixed's head h columns = the weights
 // (times the dropout mask, when given) @ v.
@@ -518,17 +525,12 @@ COPYTASK_INLINE void softmax_mix_head(const float* qkv, bool causal, const float
     const float inverse_total = 1.0f / total;
     for (int64_t j = 0; j < seen; ++j) w_i[j] *= inverse_total;
   }
-  const float* kept = w_h;
-  if (dropout) {
-    const float* drop_h = dropout + h * T * T;
-    for (int64_t e = 0; e < T * T; ++e) scratch.kept[e] = w_h[e] * drop_h[e];
-    kept = scratch.kept;
-  }
+  const float* kept = kept_weights(w_h, dropout, scratch, h, T);
   matmul<Lanes>(Product{kept, T, 1, qkv + 2 * D + h * Dh, 3 * D, nullptr, mixed + h * Dh, D, T, T, Dh, false});
 }
 
-// weights (H, T, T): the logits of head h in, less their row's maximum over the seen keys
-// out, -inf for the unseen.
+// w_h (T, T): one head's logits in, less their row's maximum over the seen keys out, -inf
+// for the unseen.
 COPYTASK_INLINE void logits_shifted(float* w_h, bool causal, int64_t T) {
   for (int64_t i = 0; i < T; ++i) {
     const int64_t seen = causal ? i + 1 : T;
@@ -571,15 +573,11 @@ COPYTASK_INLINE void mix_backward_head(const float* qkv, const float* weights, c
   const float* w_h = weights + h * T * T;
   head_transposed(qkv, 2, h, scratch.head_t, T, H, Dh);
   matmul<Lanes>(Product{grad_mixed + h * Dh, D, 1, scratch.head_t, T, nullptr, scratch.grad_weights, T, T, Dh, T, false});
-  const float* kept = w_h;
   if (dropout) {
     const float* drop_h = dropout + h * T * T;
-    for (int64_t e = 0; e < T * T; ++e) {
-      scratch.kept[e] = w_h[e] * drop_h[e];
-      scratch.grad_weights[e] *= drop_h[e];
-    }
-    kept = scratch.kept;
+    for (int64_t e = 0; e < T * T; ++e) scratch.grad_weights[e] *= drop_h[e];
   }
+  const float* kept = kept_weights(w_h, dropout, scratch, h, T);
   matmul<Lanes>(Product{kept, 1, T, grad_mixed + h * Dh, D, nullptr, grad_qkv + 2 * D + h * Dh, 3 * D, T, T, Dh, false});
 }
 
