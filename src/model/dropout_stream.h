@@ -10,6 +10,7 @@
 // An element is dropped when its 16 bits fall below threshold = round(p * 2^16); the
 // effective rate is threshold / 2^16 (within 2^-17 of p), and kept elements are scaled by
 // its inverse, so the expectation is exact.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -36,10 +37,12 @@ struct DropoutStream {
     const uint64_t key = step_keys[static_cast<size_t>(member)];
     int64_t e = first;
     const int64_t end = first + count;
-    if ((e & 3) != 0) {  // the rest of the first word
+    // Elements e .. stop-1, all in e's word.
+    auto within_word = [&](int64_t stop) {
       uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2) >> (16 * (e & 3));
-      for (; e < end && (e & 3) != 0; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
-    }
+      for (; e < stop; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
+    };
+    if ((e & 3) != 0) within_word(std::min(end, (e | 3) + 1));  // the rest of the first word
     for (; e + 4 <= end; e += 4, out += 4) {
       const uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2);
       out[0] = dropout_mask_from_bits(bits, threshold, kept_value);
@@ -47,10 +50,7 @@ struct DropoutStream {
       out[2] = dropout_mask_from_bits(bits >> 32, threshold, kept_value);
       out[3] = dropout_mask_from_bits(bits >> 48, threshold, kept_value);
     }
-    if (e < end) {  // the first elements of the last word
-      uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2);
-      for (; e < end; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
-    }
+    if (e < end) within_word(end);  // the first elements of the last word
   }
 };
 
