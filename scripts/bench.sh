@@ -162,23 +162,19 @@ if have("copytask_relative.json"):
           f"{'(no baseline)':>16} {'':>7}   {relative['peak_rss_mib']:9.0f} MiB {'':>12}   step: {relative['training_step']}")
     print(f"{'':34} CPU kernels {kernel(relative)}")
 old_schemes = ["none", "sinusoidal", "learned", "rope", "alibi", "t5", "dynamic", "kerple", "fire"]
+new_names = []  # case 6's schemes and options after the hooks, as timed: copytask_new_<i>.json
+while have(f"copytask_new_{len(new_names)}.json"):
+    with open(os.path.join(out, f"new_{len(new_names)}.name")) as f:
+        new_names.append(f.read().strip())
 if have("copytask_scheme_none.json"):
     print()
     print(f"{'scheme alone, quick recipe, 3 seeds':34} {'this build':>16}   step")
     for name in old_schemes:
         c = load(f"copytask_scheme_{name}.json")
         print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {kernel(c)}")
-    i = 0
-    while have(f"copytask_new_{i}.json"):
+    for i, name in enumerate(new_names):
         c = load(f"copytask_new_{i}.json")
-        with open(os.path.join(out, f"new_{i}.name")) as f:
-            name = f.read().strip()
         print(f"{name:34} {c['member_steps_per_second']:10.2f} m-s/s   {kernel(c)}")
-        i += 1
-new_names = []
-while have(f"new_{len(new_names)}.name"):
-    with open(os.path.join(out, f"new_{len(new_names)}.name")) as f:
-        new_names.append(f.read().strip())
 compared = [(label, key) for label, key in rows + [("relative biases, batch 128", "relative")]
             + [(name + " alone", "scheme_" + name) for name in old_schemes]
             + [(name + " alone", f"new_{i}") for i, name in enumerate(new_names)]
@@ -193,8 +189,8 @@ if compared:
         ratio = c["member_steps_per_second"] / b["member_steps_per_second"]
         if key in ("study", "study_v4"):
             target = f">= 1.6x: {'met' if ratio >= 1.6 else 'NOT met'}"
-            peak = c.get("cpu_peak")
             if c.get("cpu_kernel") == "x86-64-v4":
+                peak = c.get("cpu_peak")
                 share = peak["share"] if peak else 0
                 target += f"; >= 25% of the AVX-512 FMA peak ({100 * share:.1f}%): {'met' if share >= 0.25 else 'NOT met'}"
         elif key == "quick" or key.startswith("new_"):
