@@ -296,9 +296,10 @@ std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta,
                        marks);
   }
   // Legend at the right, one row per series.
+  auto legend_row_y = [&](size_t i) { return top + 8 + 20 * static_cast<double>(i); };
   std::string legend;
   for (size_t i = 0; show_legend && i < series.size(); ++i) {
-    const double ly = top + 8 + 20 * static_cast<double>(i);
+    const double ly = legend_row_y(i);
     const double lx = left + plot_w + 18;
     legend += element("g", "",
                       tooltip(series[i].name) + line(lx, ly, lx + 22, ly, series[i].colour, 3) +
@@ -308,7 +309,7 @@ std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta,
   out += element("g", attr("class", "legend"), legend);
   // A legend of many series (a study of 42 arms) is taller than the plot: the chart grows
   // to hold it, below the x axis, instead of running over what follows it on the page.
-  const double legend_bottom = show_legend ? top + 8 + 20 * static_cast<double>(series.size()) : 0;
+  const double legend_bottom = show_legend ? legend_row_y(series.size()) : 0;
   return svg_root(meta, width, std::max(height, legend_bottom), out);
 }
 
