@@ -11,7 +11,11 @@ to=${1:-.deps}
 scripts/setup.sh googletest > /dev/null
 rm -rf "$to"
 mkdir -p "$to/include"
-for header in CLI nlohmann spdlog fmt; do cp -r "/usr/include/$header" "$to/include/"; done
+for header in CLI nlohmann; do cp -r "/usr/include/$header" "$to/include/"; done
+# spdlog and fmt apart: only the logging library (src/util) may see them, never LibTorch's
+# headers, which may carry another fmt (cmake/dependencies.cmake).
+mkdir -p "$to/logging/include"
+for header in spdlog fmt; do cp -r "/usr/include/$header" "$to/logging/include/"; done
 cp -r /usr/src/googletest "$to/googletest"
 cat > "$to/README" <<TEXT
 Copies made by scripts/gpu_bundle.sh on $(hostname) at $(date -u +%Y-%m-%dT%H:%M:%SZ) from Debian's packages:

@@ -5,7 +5,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "cli/command_errors.h"
 #include "cli/commands.h"
@@ -21,7 +21,7 @@ void on_signal(int) { copytask::stop_request(); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  spdlog::set_pattern("[%H:%M:%S] [%^%l%$] %v");
+  copytask::log_setup();
   copytask::positional_rules_install();  // config checks name the registry's schemes
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -45,7 +45,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     if (member.arm != previous) names += (names.empty() ? "" : ", ") + member.arm->name;
     previous = member.arm;
   }
-  spdlog::info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
+  log_info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);
   const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
   std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
@@ -53,7 +53,7 @@ int bench_command_run(const BenchCommandOptions& options) {
   std::printf("training step      %s%s\n", result.step.c_str(),
               result.cpu_kernel.empty() ? "" : (", CPU kernels " + result.cpu_kernel).c_str());
   if (!result.fallback_reason.empty())
-    spdlog::warn("timed the autograd step, not the faster one meant for these members: {}", result.fallback_reason);
+    log_warn("timed the autograd step, not the faster one meant for these members: {}", result.fallback_reason);
   std::printf("step time          min %.4f s, median %.4f s\n", result.step_seconds_min, result.step_seconds_median);
   std::printf("member-steps/s     %.2f\n", result.member_steps_per_second);
   std::printf("examples/s         %.0f\n", result.examples_per_second);

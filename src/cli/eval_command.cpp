@@ -8,7 +8,7 @@
 #include <map>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -114,17 +114,17 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
     made.lengths.rope_rescaling = config.eval.rope_rescaling;
     made.lengths.rope_factor = config.eval.rope_factor;
     made.lengths.trained_context = member.arm->config.task.context;
-    spdlog::info("eval: task {}, {} data ({} train / {} test){}", config.task.kind, same_data ? "the study's" : "other",
+    log_info("eval: task {}, {} data ({} train / {} test){}", config.task.kind, same_data ? "the study's" : "other",
                  task.train.count, task.test.count,
                  made.lengths.empty() ? std::string()
-                                      : fmt::format(", lengths {}..{}, up to {} examples each, contexts {}..{}",
+                                      : text_format(", lengths {}..{}, up to {} examples each, contexts {}..{}",
                                                     made.lengths.lengths.front(), made.lengths.lengths.back(),
                                                     config.eval.per_length, made.lengths.contexts.front(),
                                                     made.lengths.contexts.back()));
     return by_task.emplace(key, std::move(made)).first->second;
   };
   std::vector<MemberScores> scores;
-  spdlog::info("eval: {} member(s) of {}, device {}, {} thread(s)", setup.members.size(), run_dir, setup.device.str(),
+  log_info("eval: {} member(s) of {}, device {}, {} thread(s)", setup.members.size(), run_dir, setup.device.str(),
                threads);
   for (const auto& batch : study_batches(setup.members)) {
     const TrainData& data = task_data(batch.front()).data;  // a batch shares its task (the batch key holds it)
@@ -155,7 +155,7 @@ std::string training_check(const SavedStudy& study, const MemberScores& s) {
                     recorded.final_loss == now.final_loss && recorded.test_loss == now.test_loss &&
                     by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
   return same ? "identical"
-              : fmt::format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact, recorded.final_loss);
+              : text_format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact, recorded.final_loss);
 }
 
 // Prints the members, the scheme table (and the length table) and returns --json's content.
@@ -199,7 +199,7 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
   if (!scores.empty() && !scores.front().lengths.empty()) std::printf("\n%s", length_table_format(summary, order).c_str());
   if (same_data)
     std::printf("\n%s\n", differing == 0 ? "every member's numbers are identical to those at the end of training"
-                                         : fmt::format("{} member(s) differ from training (another device or thread "
+                                         : text_format("{} member(s) differ from training (another device or thread "
                                                        "count changes the last bits)", differing).c_str());
   return out;
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include "util/text_format.h"
 #include <torch/torch.h>
 
 #include "cli/commands.h"
@@ -26,7 +26,7 @@ std::string token_cell(int64_t token, int64_t vocab_size, int64_t noise) {
   if (token == 0) return "  _";
   if (token == vocab_size - 1) return "cpy";
   if (token == noise) return "  ~";
-  return fmt::format("{:>3}", token);
+  return text_format("{:>3}", token);
 }
 
 // Ten shades from 0 to 1, three characters a cell.
@@ -67,7 +67,7 @@ void prediction_print(const StudyMember& member, const std::vector<int64_t>& inp
   std::printf("output  %s\n", tokens_to_text(output, V, noise).c_str());
   if (!right) std::printf("        %s\n", marks.c_str());
   std::printf("%s\n", right ? "right: every output token matches the target"
-                            : fmt::format("wrong: {} of {} tokens differ (^)", wrong_tokens, T).c_str());
+                            : text_format("wrong: {} of {} tokens differ (^)", wrong_tokens, T).c_str());
 }
 
 // Each layer's and head's attention as rows of shades (rows: query positions, columns:

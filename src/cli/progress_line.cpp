@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 namespace copytask {
 namespace {
@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 std::string test_exact_text(const EvaluationProgress& evaluation) {
   std::string line;
   for (const auto& [name, exact] : evaluation.test_exact)
-    line += fmt::format("{}{} {:.3f}", line.empty() ? "" : ", ", name, exact);
+    line += text_format("{}{} {:.3f}", line.empty() ? "" : ", ", name, exact);
   return line;
 }
 
@@ -59,7 +59,7 @@ class ProgressLine {
 };
 
 void log_evaluation(const EvaluationProgress& evaluation) {
-  spdlog::info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, evaluation.batch.steps, evaluation.seconds,
+  log_info("step {}/{} ({:.1f}s) test exact: {}", evaluation.step, evaluation.batch.steps, evaluation.seconds,
                test_exact_text(evaluation));
 }
 

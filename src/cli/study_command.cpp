@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -121,7 +121,7 @@ int study_command_run(const std::string& command, const StudyCommandOptions& opt
   study.command_line = command_line;
   study.progress = study_progress_printer(isatty(fileno(stderr)));
   print_config_table(config);
-  spdlog::info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
+  log_info("{}: {} scheme(s) x seeds, device {}, {} thread(s), output {}", command, schemes.size(),
                study.device.str(), study.threads, study.out_dir);
   // run.json records a failure or an interruption before study_run rethrows it.
   nlohmann::json results = study_run(config, schemes, study);

@@ -3,4 +3,3 @@
 #pragma once
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>

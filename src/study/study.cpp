@@ -6,7 +6,7 @@
 
 #include <unistd.h>
 
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "model/positional.h"
 #include "report/files.h"
@@ -239,7 +239,7 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& scheme
     if (!member_complete(options.out_dir, member.arm->name, member.seed)) to_train.push_back(member);
   record.start(static_cast<int64_t>(mine.size() - to_train.size()));
   if (to_train.size() < mine.size())
-    spdlog::info("{} of {} member(s) already complete in {}: skipped", mine.size() - to_train.size(), mine.size(),
+    log_info("{} of {} member(s) already complete in {}: skipped", mine.size() - to_train.size(), mine.size(),
                  options.out_dir);
   try {
     if (!to_train.empty()) {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <map>
 
-#include <spdlog/spdlog.h>
+#include "util/log.h"
 
 #include "model/encoder.h"
 #include "model/hooks/registry.h"
@@ -130,7 +130,7 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
   StudyInputs inputs;
   const CopyTask task = copy_task_generate(base.task);
   inputs.data = train_data_upload(task, device);
-  spdlog::info("task: {}{}, {} train / {} test examples, context {}, vocab {}", base.task.kind,
+  log_info("task: {}{}, {} train / {} test examples, context {}, vocab {}", base.task.kind,
                base.task.kind == "selective" ? " (noise " + config_value_text(base.task.noise) + ")" : std::string(),
                task.train.count, task.test.count, task.context, task.vocab_size);
   // Length generalization: the same examples per length for every member.
@@ -141,7 +141,7 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
   inputs.data.lengths.task = base.task;
   const LengthData& lengths = inputs.data.lengths;
   if (!lengths.empty())
-    spdlog::info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
+    log_info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
                  lengths.lengths.front(), lengths.lengths.back(), base.eval.per_length, lengths.contexts.front(),
                  lengths.contexts.back());
   inputs.context = base.task.context;
@@ -168,7 +168,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
   std::string names;
   for (size_t m = 0; m < specs.size(); ++m)
     if (m == 0 || specs[m].arm != specs[m - 1].arm) names += (names.empty() ? "" : ", ") + specs[m].arm;
-  spdlog::info("batch {}/{}: {} members ({}), {} steps, batch size {}", position.index + 1, position.count, M, names,
+  log_info("batch {}/{}: {} members ({}), {} steps, batch size {}", position.index + 1, position.count, M, names,
                config.train.steps,
                config.train.batch_size == 0 ? std::string("full") : std::to_string(config.train.batch_size));
 
@@ -202,7 +202,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
     record.fallback_reason = step.fallback_reason();
     // Never silently slower: a CPU batch off the fused step says why.
     if (!record.fallback_reason.empty())
-      spdlog::warn("batch {}/{}: training on the autograd step, several times slower than the fused CPU step: {}",
+      log_warn("batch {}/{}: training on the autograd step, several times slower than the fused CPU step: {}",
                    position.index + 1, position.count, record.fallback_reason);
   };
   const TrainOutcome outcome = train_members(model, inputs.data, config.train, on_evaluation, on_step, on_start);
@@ -210,7 +210,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
     // A CUDA graph whose capture failed (after the warm-up steps): the batch went on uncaptured.
     record.training_step = outcome.training_step;
     record.fallback_reason = outcome.fallback_reason;
-    spdlog::warn("batch {}/{}: training went on uncaptured: {}", position.index + 1, position.count,
+    log_warn("batch {}/{}: training went on uncaptured: {}", position.index + 1, position.count,
                  record.fallback_reason);
   }
 
