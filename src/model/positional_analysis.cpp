@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include <torch/linalg.h>
 #include <torch/torch.h>
 
 #include "model/hooks/hook.h"
@@ -27,7 +26,8 @@ PositionPca position_pca(const torch::Tensor& vectors) {
   pca.mean = x.mean(0);                                       // (D)
   auto centered = x - pca.mean;                               // (T, D)
   auto covariance = centered.t().mm(centered);                // (D, D)
-  auto [values, vectors_by_column] = torch::linalg::eigh(covariance, "L");  // ascending eigenvalues
+  // at::linalg_eigh: in LibTorch 1.13 and 2.x alike (2.x dropped torch/linalg.h).
+  auto [values, vectors_by_column] = at::linalg_eigh(covariance, "L");  // ascending eigenvalues
   const int64_t D = x.size(1), kept = std::min<int64_t>(2, D);
   auto axes = vectors_by_column.narrow(1, D - kept, kept).flip({1});        // (D, kept) largest first
   // Fix each axis' sign: its largest component positive.

@@ -23,10 +23,15 @@ struct CudaGraph::Impl {
   at::cuda::CUDAGraph graph;
 };
 
-CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
+// The graph is made at capture, not here: at::cuda::CUDAGraph's constructor asks the CUDA
+// runtime for a stream, which throws ("driver version is insufficient") on a machine
+// without a GPU; a CUDA build must run there as it does anywhere else.
+CudaGraph::CudaGraph() = default;
 CudaGraph::~CudaGraph() = default;
 
 void CudaGraph::capture(const std::function<void()>& work) {
+  if (const std::string why = cuda_graph_unavailable(); !why.empty()) throw std::runtime_error(why);
+  impl_ = std::make_unique<Impl>();
   // As torch.cuda.graph does: everything before finished and the cached blocks given back
   // (the graph's memory is a pool of its own: the warm-up's blocks would sit beside it),
   // then the capture on a stream of its own (the default stream cannot be captured).
@@ -44,7 +49,7 @@ void CudaGraph::capture(const std::function<void()>& work) {
         impl_->graph.capture_end();
       } catch (...) {
       }
-      impl_ = std::make_unique<Impl>();
+      impl_.reset();
       throw;
     }
     impl_->graph.capture_end();
@@ -52,7 +57,10 @@ void CudaGraph::capture(const std::function<void()>& work) {
   torch::cuda::synchronize();
 }
 
-void CudaGraph::replay() { impl_->graph.replay(); }
+void CudaGraph::replay() {
+  if (!impl_) throw std::logic_error("CudaGraph::replay before a capture");
+  impl_->graph.replay();
+}
 
 #else  // a LibTorch without CUDA (Debian's): nothing to capture
 
