@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_paths.h"
+
 namespace copytask::test {
 namespace fs = std::filesystem;
 
@@ -23,7 +25,7 @@ struct Outcome {
 // Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
 inline Outcome run(const std::string& arguments, const std::string& prefix = "") {
   const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = prefix + std::string(COPYTASK_BINARY) + " " + arguments + " > " + log.string() + " 2>&1";
+  const std::string command = prefix + copytask_binary() + " " + arguments + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   Outcome outcome;
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -21,18 +21,25 @@ TEST(Checkpoint, ReloadedMembersGiveTheSameLogits) {
   Encoder trained(test::small_shape(), members, torch::kCPU);
   const auto path = temp_path("b.pt");
   checkpoint_save(trained, 1, 2, path.string());  // members 1 and 2 (scheme "b")
+  // The same two members alone (a member's parameters depend on its seed only): the
+  // reloaded model's twin in layout, so the same kernels run and the logits agree exactly.
+  Encoder twin(test::small_shape(), std::vector<MemberSpec>{members[1], members[2]}, torch::kCPU);
 
   Encoder fresh(test::small_shape(), std::vector<MemberSpec>{{"b", 7, "learned", false}, {"b", 8, "learned", false}}, torch::kCPU);
   auto tokens = test::random_tokens(2, 3, fresh->shape(), 1);
   torch::NoGradGuard no_grad;
   fresh->eval();
   trained->eval();
+  twin->eval();
   auto before = fresh->forward(tokens);
   checkpoint_load(fresh, 0, path.string());
   auto after = fresh->forward(tokens);
-  auto expected = trained->forward(torch::cat({tokens.narrow(0, 0, 1), tokens}, 0)).narrow(0, 1, 2);
-  EXPECT_GT(test::max_abs_diff(before, expected), 1e-3);
-  EXPECT_EQ(test::max_abs_diff(after, expected), 0.0);
+  EXPECT_GT(test::max_abs_diff(before, twin->forward(tokens)), 1e-3);
+  EXPECT_EQ(test::max_abs_diff(after, twin->forward(tokens)), 0.0);
+  // Beside another member, the same parameters may take another kernel path (the wheel's
+  // LibTorch uses MKL, Debian's OpenBLAS): equal up to float rounding.
+  auto in_batch = trained->forward(torch::cat({tokens.narrow(0, 0, 1), tokens}, 0)).narrow(0, 1, 2);
+  EXPECT_LT(test::max_abs_diff(after, in_batch), 1e-5);
   fs::remove(path);
 }
 

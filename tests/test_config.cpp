@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "config/config_fields.h"
+#include "test_paths.h"
 
 namespace copytask {
 namespace {
@@ -322,7 +323,7 @@ namespace {
 TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
   std::vector<fs::path> files;
   for (const char* folder : {"configs", "experiments"})
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(COPYTASK_SOURCE_DIR) / folder))
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(test::source_dir()) / folder))
       if (entry.path().extension() == ".json" && (std::string(folder) == "configs" ||
                                                   entry.path().parent_path().parent_path().filename() == "experiments"))
         files.push_back(entry.path());
@@ -352,7 +353,7 @@ TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
 // docs cannot fall behind the code: a key added to the field table fails here until the
 // docs are regenerated (the test prints the table to paste).
 TEST(Config, TheDocsKeyTableIsCopytaskKeys) {
-  std::ifstream file(fs::path(COPYTASK_SOURCE_DIR) / "docs" / "configuration.md");
+  std::ifstream file(fs::path(test::source_dir()) / "docs" / "configuration.md");
   ASSERT_TRUE(file) << "docs/configuration.md is missing";
   std::stringstream text;
   text << file.rdbuf();

@@ -71,6 +71,25 @@ TEST(Schemes, EachHooksTableHasTheHooksShape) {
   EXPECT_GT(checked, 0);
 }
 
+// Whether moving `parameter` (one of member m's) changes that member's outputs: a random
+// move of every entry, the logits compared, the parameter put back. A bias that shifts all of
+// a query's scores alike (the last layer of a score-bias MLP: dynamic's mlpN_bias) moves
+// nothing through the softmax, so its true gradient is zero.
+bool moves_outputs(Encoder& model, int64_t m, torch::Tensor& parameter, const torch::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const torch::Tensor before = model->forward(tokens).select(0, m).clone();
+  const torch::Tensor kept = parameter.clone();
+  parameter.add_(torch::randn_like(parameter) * 0.3);
+  const torch::Tensor after = model->forward(tokens).select(0, m);
+  parameter.copy_(kept);
+  model->train();
+  return test::max_abs_diff(before, after) > 1e-4;  // a real move: >= 1e-2 here; rounding: ~1e-7
+}
+
+// Every parameter that can move its member's outputs gets a non-zero gradient; one that
+// cannot (moves_outputs) gets one that is zero up to rounding. Asserting "non-zero" for
+// those had passed only while rounding left ~1e-9 behind; LibTorch 2.11 sums it to 0 exactly.
 void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
   TaskConfig task;
   task.examples = 300;
@@ -82,21 +101,32 @@ void expect_every_scheme_parameter_gets_a_gradient(bool fused) {
   const auto made = training_step_make(model, data, test::with_step(train, fused));
   TrainingStep& step = *made;
   ASSERT_EQ(step.name(), fused ? "fused CPU" : "autograd");
-  int64_t owned = 0;
+  const torch::Tensor tokens = test::random_tokens(model->member_count(), 4, model->shape(), 5);
+  int64_t owned = 0, inert = 0;
   for (int64_t m = 0; m < model->member_count(); ++m) owned += static_cast<int64_t>(model->scheme(m).parameters().size());
   ASSERT_GT(owned, 0);
   for (int round = 0; round < 2; ++round) {  // a second step: the gradients are set again, not left over
     step.run();
     int64_t checked = 0;
     for (int64_t m = 0; m < model->member_count(); ++m)
-      for (const auto& item : model->scheme(m).named_parameters()) {
-        const torch::Tensor& grad = item.value().grad();
+      for (auto& item : model->scheme(m).named_parameters()) {
+        const torch::Tensor grad = item.value().grad().defined() ? item.value().grad().clone() : torch::Tensor();
         ASSERT_TRUE(grad.defined()) << members[m].arm << " " << item.key();
-        EXPECT_GT(grad.abs().max().item<double>(), 0.0) << members[m].arm << " " << item.key();
+        const double largest = grad.abs().max().item<double>();
+        if (moves_outputs(model, m, item.value(), tokens)) {
+          EXPECT_GT(largest, 0.0) << members[m].arm << " " << item.key();
+        } else {
+          EXPECT_LE(largest, 1e-6) << members[m].arm << " " << item.key() << " moves no output, yet has a gradient";
+          inert += round == 0;
+        }
         ++checked;
       }
     EXPECT_EQ(checked, owned) << "every parameter every member's positional owns";
   }
+  // Both ways, so the split is not blind: dynamic's last bias at least moves nothing, and
+  // most parameters move the outputs.
+  EXPECT_GT(inert, 0) << "dynamic's last MLP bias moves no output: is moves_outputs blind?";
+  EXPECT_LT(inert, owned / 4) << "most parameters must move the outputs: is moves_outputs blind?";
 }
 
 TEST(Schemes, EveryParameterOfEverySchemeGetsAGradientOnTheFusedStep) {

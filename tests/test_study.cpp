@@ -51,7 +51,7 @@ TEST(Study, ThreeShardsOneKilledAndRerunGiveTheResultsOfOneRun) {
   // Shard 2 is killed (SIGKILL: no chance to clean up) in the middle of its training: once
   // its first member has written its first evaluation (step 100 of 400).
   const fs::path first_metrics = sharded / "members" / "sin" / "seed-1" / "metrics.jsonl";
-  const std::string kill_mid_training = std::string(COPYTASK_BINARY) + " compare " + kStudy + " --out " +
+  const std::string kill_mid_training = test::copytask_binary() + " compare " + kStudy + " --out " +
                                         sharded.string() + " --shard 2/3 > /dev/null 2>&1 & pid=$!; until [ -s " +
                                         first_metrics.string() + " ]; do sleep 0.02; done; kill -9 $pid; wait $pid";
   const int status = std::system(kill_mid_training.c_str());  // /bin/sh: the exit status of `wait`

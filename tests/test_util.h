@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "model/encoder.h"
 #include "model/positional.h"
+#include "test_paths.h"
 
 namespace copytask::test {
 
@@ -16,8 +17,6 @@ namespace copytask::test {
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
-
-inline std::string fixtures_dir() { return COPYTASK_FIXTURES_DIR; }
 
 inline torch::Tensor tensor_from_json(const nlohmann::json& entry) {
   auto data = entry.at("data").get<std::vector<double>>();
