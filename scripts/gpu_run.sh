@@ -3,7 +3,7 @@
 # nvcc, cmake and ninja; no Debian packages and no network). Each stage runs under its own
 # time limit; every stage's output goes to one log, summary.json says how each ended.
 #
-#   scripts/gpu_run.sh [--out DIR] [STAGE ...]
+#   scripts/gpu_run.sh [--out DIR] [--prebuilt BUNDLE] [STAGE ...]
 #     stages, in this order (default: env configure build test bench):
 #       env        the GPU, driver, PyTorch/LibTorch and CUDA versions, the C++ ABI, the tools
 #       configure  CMake with the wheel's LibTorch (cmake/dependencies.cmake falls back to .deps/)
@@ -17,6 +17,9 @@
 #       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, study_results.json (the device tool brings back 8 files at most)
+#     BUNDLE: binaries built on a CPU machine (scripts/cuda_build.sh --bundle BUNDLE): no
+#     configure or build here; test runs the bundle's test binary, bench and study its copytask.
+#     The script's exit status is the worst stage's (0 only when every stage passed).
 #
 # Before it, on a CPU machine: scripts/gpu_bundle.sh (CLI11, nlohmann/json, spdlog, fmt and
 # GoogleTest's sources into .deps/), and carry .deps to the GPU machine, e.g. with the
@@ -24,7 +27,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
-if [ "${1:-}" = "--out" ]; then out=$2; shift 2; fi
+prebuilt=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --prebuilt) prebuilt=$(cd "$2" && pwd) || { echo "gpu_run: no bundle at $2 (scripts/cuda_build.sh --bundle)" >&2; exit 2; }; shift 2 ;;
+    *) break ;;
+  esac
+done
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(env configure build test bench)
 mkdir -p "$out"
@@ -35,7 +45,9 @@ summary="$out/summary.json"
 log="$out/gpu_run.log"
 [ -f "$summary" ] || echo '{"stages": []}' > "$summary"
 
-# stage NAME LIMIT_SECONDS COMMAND: runs it under its limit, its output into the log.
+# stage NAME LIMIT_SECONDS COMMAND: runs it under its limit, its output into the log; the
+# worst status so far is the script's.
+worst=0
 stage() {
   local name=$1 limit=$2 command=$3 start=$SECONDS rc
   echo "== $name (limit ${limit}s)" | tee -a "$log"
@@ -43,24 +55,39 @@ stage() {
   rc=$?
   "$python" "$report" stage "$summary" "$name" "$rc" "$((SECONDS - start))"
   echo "== $name: exit $rc after $((SECONDS - start))s" | tee -a "$log"
+  [ "$rc" -le "$worst" ] || worst=$rc
   return $rc
 }
 
-prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+# The wheel's torch/ folder itself: with torch/share/cmake alone, CMake takes libtorch and
+# libc10 from any other LibTorch in the system's folders.
+prefix=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
+# The binaries: the bundle's, through its run script, or this build's.
+if [ -n "$prebuilt" ]; then
+  export PYTHON=$python  # the bundle's run script takes torch's libraries from this Python
+  copytask="$prebuilt/run copytask"
+  tests="$prebuilt/run tests --gtest_brief=1"
+else
+  copytask=$build/copytask
+  tests=""
+fi
 nvcc=$(command -v nvcc || true)
 for name in "${stages[@]}"; do
   case "$name" in
     env) stage env 120 "nvidia-smi; '$python' $report env '$summary'" ;;
+    configure|build)
+      if [ -n "$prebuilt" ]; then echo "== $name: skipped, prebuilt $prebuilt" | tee -a "$log"; continue; fi ;;&
     configure)
-      stage configure 300 "cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$prefix' \
+      stage configure 300 "cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH='$prefix' -DTorch_DIR='$prefix/share/cmake/Torch' \
         -DCOPYTASK_BUNDLED_DEPS='$PWD/.deps' ${nvcc:+-DCMAKE_CUDA_COMPILER=$nvcc}" || break ;;
     build) stage build 600 "cmake --build $build -j \$(nproc) && ldd $build/copytask" || break ;;
     test)
+      if [ -n "$prebuilt" ]; then stage test 600 "OMP_NUM_THREADS=2 $tests"; continue; fi
       stage test 600 "cd $build && ctest --output-on-failure --timeout 300 -j 4 \
         -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|gpu_report|compare_results)\$'" ;;
     bench)
       stage bench 600 "set -e
-        b=$build/copytask
+        b='$copytask'
         \$b bench --config configs/reference.json train.seeds=[0] train.device=cuda --warmup 3 --steps 20 --json $out/c1.json
         '$python' scripts/baseline_pytorch.py --device cuda --members 1 --batch-size 0 --lr 3e-4 --warmup 3 --steps 20 --json $out/b1.json
         \$b bench --compare --config configs/quick.json train.device=cuda --warmup 3 --steps 20 --json $out/c2.json
@@ -73,7 +100,7 @@ for name in "${stages[@]}"; do
       stage study 600 "set -e
         rm -rf /tmp/copytask-reference-gpu
         start=\$(date +%s.%N)
-        $build/copytask compare --config configs/reference.json train.device=cuda --out /tmp/copytask-reference-gpu
+        $copytask compare --config configs/reference.json train.device=cuda --out /tmp/copytask-reference-gpu
         seconds=\$('$python' -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' \$start \$(date +%s.%N))
         cp /tmp/copytask-reference-gpu/results.json $out/study_results.json
         '$python' $report study '$summary' /tmp/copytask-reference-gpu/run.json \$seconds" ;;
@@ -82,3 +109,4 @@ for name in "${stages[@]}"; do
 done
 echo "== summary ($summary):"
 "$python" "$report" print "$summary"
+exit "$worst"
