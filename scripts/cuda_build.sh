@@ -111,7 +111,14 @@ if [ "$run_tests" = 1 ]; then
 fi
 
 # 5. The bundle for the GPU machine.
+# Rehearsed here: the bundle's test binary runs the CPU suite from DIR, in a fresh folder.
 if [ -n "$bundle" ]; then
   scripts/cuda_bundle.sh "$build" "$bundle" "$python"
+  if [ "$run_tests" = 1 ]; then
+    say "the bundle's suite, from $bundle in a fresh folder"
+    bundle_abs=$(cd "$bundle" && pwd)
+    (cd "$(mktemp -d)" && OMP_NUM_THREADS=2 PYTHON="$python" "$bundle_abs/run" tests --gtest_brief=1) ||
+      fail "the bundle's suite failed"
+  fi
 fi
 say "done"

@@ -45,7 +45,7 @@ cat > "$dir/run" <<'RUN'
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 python=${PYTHON:-python3}
-library_path=$("$python" - <<'PY'
+library_path=$("$python" -W ignore - <<'PY'
 import glob, os, torch
 root = os.path.dirname(torch.__file__)
 site = os.path.dirname(root)
@@ -69,9 +69,9 @@ chmod +x "$dir/run"
 
 # Every library from DIR, the torch installation or the C and C++ runtimes; a library from
 # anywhere else (a Debian package, the CUDA toolkit here) would be missing there.
-torch_site=$("$python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+torch_site=$("$python" -W ignore -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
 dir_abs=$(cd "$dir" && pwd)
-runtimes='^(linux-vdso|libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux-x86-64)\.so'
+runtimes='^(linux-vdso|libc|libm|libdl|librt|libpthread|libutil|libresolv|libgcc_s|libstdc\+\+|ld-linux-x86-64)\.so'
 listing=$(PYTHON="$python" "$dir/run" ldd)
 outside=$(grep '=>' <<<"$listing" | awk '{print $1, $3}' | while read -r name path; do
   if [ "$path" = "not" ]; then echo "$name (not found)"; continue; fi
@@ -83,7 +83,7 @@ size=$(du -sm "$dir" | cut -f1)
 [ "$size" -lt 64 ] || fail "the bundle is $size MiB, over the 64 MiB the device tool carries"
 cat > "$dir/README" <<TEXT
 copytask $(git describe --always --dirty 2>/dev/null || echo unknown), built $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/cuda_build.sh
-against PyTorch $("$python" -c 'import torch; print(torch.__version__)') (LibTorch, CUDA $("$python" -c 'import torch; print(torch.version.cuda)'))
+against PyTorch $("$python" -W ignore -c 'import torch; print(torch.__version__)') (LibTorch, CUDA $("$python" -W ignore -c 'import torch; print(torch.version.cuda)'))
 for the GPU architectures $(grep -m1 'TORCH_CUDA_ARCH_LIST:' "$build/CMakeCache.txt" | cut -d= -f2).
 Run: DIR/run tests | DIR/run copytask ... (scripts/gpu_run.sh --prebuilt DIR; docs/gpu.md).
 TEXT
