@@ -212,7 +212,10 @@ void EncoderImpl::positional_backward(const PositionalTables& tables, const Posi
 
 void EncoderImpl::rope_rescaling_set(const RopeRescaling& rescaling) {
   for (const auto& scheme : schemes_) scheme->rescale_for_evaluation(rescaling);
-  table_maker_->forget();
+  // Each rescaling's tables kept apart from the trained ones, which a captured step reads.
+  table_maker_->variant_use(rescaling.active() ? rescaling.method + " x" + std::to_string(rescaling.factor) + " from " +
+                                                     std::to_string(rescaling.trained_context)
+                                               : std::string());
 }
 
 bool EncoderImpl::rotates(int64_t member) { return scheme(member).owner_of(rotation_hook()) != nullptr; }

@@ -102,6 +102,11 @@ class PositionalScheme : public torch::nn::Module {
   // (e.g. {"slopes", [...]}); none by default.
   virtual std::vector<std::pair<std::string, std::vector<double>>> reported_values() { return {}; }
 
+  // Device tensors the scheme keeps between calls and its tables read (T5's bucket index per
+  // P). A captured CUDA graph reads them at their addresses, so a scheme never frees or
+  // replaces one while the scheme lives: a table of another size gets another tensor.
+  virtual std::vector<torch::Tensor> kept_tensors() const { return {}; }
+
   // Evaluation beyond the trained lengths with RoPE's rescalings: a scheme that rotates q
   // and k makes its tables rescaled until called again with an inactive one. Others ignore it.
   virtual void rescale_for_evaluation(const RopeRescaling& rescaling) {}

@@ -41,7 +41,7 @@ torch::Tensor member_table(PositionalScheme& owner, const Hook& hook, const Enco
 
 PositionalTables PositionalTableMaker::make(int64_t positions) {
   const int64_t M = static_cast<int64_t>(schemes_.size());
-  auto found = fixed_.find(positions);
+  auto found = fixed_.find({variant_, positions});
   if (found == fixed_.end()) {
     // Every member's fixed tables; zeros (stacked) or nothing (per member) where a member
     // learns its table or lacks the hook.
@@ -71,7 +71,7 @@ PositionalTables PositionalTableMaker::make(int64_t positions) {
       table.used_flags = torch::tensor(flags, torch::kLong).to(device_).to(torch::kBool);  // (M)
       fixed.hooks.push_back(std::move(table));
     }
-    found = fixed_.insert_or_assign(positions, fixed).first;
+    found = fixed_.emplace(std::make_pair(variant_, positions), fixed).first;
   }
   const PositionalTables& fixed = found->second;
   if (!fixed.any_learned()) return fixed;

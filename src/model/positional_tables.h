@@ -8,6 +8,8 @@
 // Shapes: M members, P positions, D embed, H heads, Dh = D / H.
 #include <cstdint>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -38,14 +40,21 @@ class PositionalTableMaker {
   // where the tables are learned), sets each scheme parameter's gradient (autograd through
   // the tables' computation).
   void backward(const PositionalTables& tables, const PositionalTables& table_grads);
-  // Forgets the kept tables (the schemes' tables changed: RoPE's rescalings for evaluation).
-  void forget() { fixed_.clear(); }
+  // The schemes' tables changed (RoPE's rescalings for evaluation): from now on the tables
+  // kept under `variant` ("" for the trained form). Nothing kept is ever freed: a captured
+  // CUDA graph reads the trained form's tables at their addresses, and an evaluation between
+  // its replays must not give their memory back.
+  void variant_use(const std::string& variant) { variant_ = variant; }
+  // How many sets of kept tables there are (one per variant and P).
+  size_t kept_count() const { return fixed_.size(); }
 
  private:
   std::vector<std::shared_ptr<PositionalScheme>> schemes_;
   EncoderShape shape_;
   torch::Device device_;
-  std::map<int64_t, PositionalTables> fixed_;  // per P: the fixed tables (learned members' zero or empty)
+  std::string variant_;
+  // per variant and P: the fixed tables (learned members' zero or empty)
+  std::map<std::pair<std::string, int64_t>, PositionalTables> fixed_;
 };
 
 }  // namespace copytask

@@ -9,6 +9,8 @@
 // bucket_bias starts N(0, 1/sqrt(D)), T5's own initialisation.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <vector>
 
 #include <ATen/core/Generator.h>
 
@@ -48,10 +50,19 @@ class T5Bias : public PositionalScheme {
   }
   const Hook* hook() const override { return &score_bias_hook(); }
   torch::Tensor table(int64_t positions) override {
-    if (bucket_of_.size(0) != positions)
-      bucket_of_ = t5_buckets(positions, buckets_, max_distance_).to(bucket_bias_.device());  // (P, P)
-    auto values = bucket_bias_.index_select(0, bucket_of_.reshape({-1}));       // (P*P, H)
+    // One index per P, kept for good: a captured CUDA graph reads the training P's at its
+    // address, so an evaluation at other lengths between replays must not free it.
+    auto found = bucket_of_.find(positions);
+    if (found == bucket_of_.end() || found->second.device() != bucket_bias_.device())
+      found = bucket_of_.insert_or_assign(positions, t5_buckets(positions, buckets_, max_distance_)
+                                                         .to(bucket_bias_.device()).reshape({-1})).first;  // (P*P)
+    auto values = bucket_bias_.index_select(0, found->second);                  // (P*P, H)
     return values.view({positions, positions, shape_.heads}).permute({2, 0, 1});  // (H, P, P)
+  }
+  std::vector<torch::Tensor> kept_tensors() const override {
+    std::vector<torch::Tensor> kept;
+    for (const auto& [positions, index] : bucket_of_) kept.push_back(index);
+    return kept;
   }
   void init(const torch::Tensor&, at::Generator& generator) override {
     torch::NoGradGuard no_grad;
@@ -61,7 +72,7 @@ class T5Bias : public PositionalScheme {
  private:
   int64_t buckets_, max_distance_;
   torch::Tensor bucket_bias_;
-  torch::Tensor bucket_of_ = torch::empty({0, 0}, torch::kLong);  // cached for the last P
+  std::map<int64_t, torch::Tensor> bucket_of_;  // per P: each (i, j)'s bucket, flat (P*P)
 };
 
 }  // namespace
