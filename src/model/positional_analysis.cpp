@@ -9,7 +9,7 @@
 
 namespace copytask {
 nlohmann::json matrix_json(const torch::Tensor& matrix) {
-  auto m = matrix.to(torch::kFloat64).contiguous();
+  auto m = matrix.to(torch::kCPU, torch::kFloat64).contiguous();  // the host's copy, from any device
   auto a = m.accessor<double, 2>();
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t i = 0; i < m.size(0); ++i) {

@@ -35,7 +35,7 @@ nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, c
       for (int64_t h = 0; h < maps.size(0); ++h) heads.push_back(matrix_json(maps[h]));
       per_layer.push_back(heads);
     }
-    auto out = outputs[member][p].contiguous();
+    auto out = outputs[member][p].to(torch::kCPU).contiguous();  // the host's copy, from any device
     probes.push_back({{"attention", per_layer},
                       {"output", std::vector<int64_t>(out.data_ptr<int64_t>(), out.data_ptr<int64_t>() + out.numel())}});
   }

@@ -70,14 +70,10 @@ class Alibi : public PositionalScheme {
   }
 
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
-    auto values = [](const torch::Tensor& t) {
-      auto v = t.detach().to(torch::kFloat64).cpu().contiguous();
-      return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
-    };
     std::vector<std::pair<std::string, std::vector<double>>> out;
-    out.emplace_back("slopes", values(learned_ ? log_slopes_.exp() : slopes_));
+    out.emplace_back("slopes", host_values(learned_ ? log_slopes_.exp() : slopes_));
     if (direction_ == "two-sided")
-      out.emplace_back("right_slopes", values(learned_ ? log_right_slopes_.exp() : right_slopes_));
+      out.emplace_back("right_slopes", host_values(learned_ ? log_right_slopes_.exp() : right_slopes_));
     return out;
   }
 

@@ -20,6 +20,7 @@
 #include "model/hooks/content_score.h"
 #include "model/hooks/registry.h"
 #include "model/positional.h"
+#include "model/schemes/scheme_util.h"
 
 namespace copytask {
 namespace cpu {
@@ -199,13 +200,9 @@ class Cope : public PositionalScheme, public ContentScore {
   }
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
     // The norm of each block's embedding rows: which counts the model learned to use.
-    auto norms = left_.detach().norm(2, -1).to(torch::kFloat64).contiguous();  // (L, n)
     std::vector<std::pair<std::string, std::vector<double>>> out{
-        {"left_embedding_norms", std::vector<double>(norms.data_ptr<double>(), norms.data_ptr<double>() + norms.numel())}};
-    if (right_.defined()) {
-      auto r = right_.detach().norm(2, -1).to(torch::kFloat64).contiguous();
-      out.emplace_back("right_embedding_norms", std::vector<double>(r.data_ptr<double>(), r.data_ptr<double>() + r.numel()));
-    }
+        {"left_embedding_norms", host_values(left_.norm(2, -1))}};  // (L, n)
+    if (right_.defined()) out.emplace_back("right_embedding_norms", host_values(right_.norm(2, -1)));
     return out;
   }
 

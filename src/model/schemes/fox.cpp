@@ -21,6 +21,7 @@
 #include "model/hooks/content_score.h"
 #include "model/hooks/registry.h"
 #include "model/positional.h"
+#include "model/schemes/scheme_util.h"
 
 namespace copytask {
 namespace cpu {
@@ -181,8 +182,7 @@ class Fox : public PositionalScheme, public ContentScore {
   }
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
     // sigmoid of each gate's bias: how much a token keeps when its input is zero.
-    auto kept = bias_.detach().sigmoid().to(torch::kFloat64).contiguous();
-    return {{"gate_bias_sigmoid", std::vector<double>(kept.data_ptr<double>(), kept.data_ptr<double>() + kept.numel())}};
+    return {{"gate_bias_sigmoid", host_values(bias_.detach().sigmoid())}};
   }
 
  private:

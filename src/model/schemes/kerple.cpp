@@ -22,11 +22,7 @@ class KerpleLog : public PositionalScheme {
     return -r1 * torch::log1p(r2 * distance);                                                     // (H, P, P)
   }
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
-    auto values = [](const torch::Tensor& t) {
-      auto v = t.detach().exp().to(torch::kFloat64).cpu().contiguous();
-      return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
-    };
-    return {{"r1", values(log_r1_)}, {"r2", values(log_r2_)}};
+    return {{"r1", host_values(log_r1_.detach().exp())}, {"r2", host_values(log_r2_.detach().exp())}};
   }
 
  private:

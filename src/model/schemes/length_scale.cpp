@@ -9,6 +9,7 @@
 
 #include "model/hooks/registry.h"
 #include "model/positional.h"
+#include "model/schemes/scheme_util.h"
 
 namespace copytask {
 namespace {
@@ -22,8 +23,7 @@ class LengthScale : public PositionalScheme {
   const Hook* hook() const override { return &softmax_scale_hook(); }
   torch::Tensor table(int64_t) override { return scale_; }  // (L, H)
   std::vector<std::pair<std::string, std::vector<double>>> reported_values() override {
-    auto v = scale_.detach().to(torch::kFloat64).cpu().contiguous();
-    return {{"length_scale", std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel())}};
+    return {{"length_scale", host_values(scale_)}};
   }
 
  private:

@@ -18,6 +18,11 @@ torch::Tensor bias_from_distance_values(const torch::Tensor& values, int64_t pos
   return gathered.view({positions, positions, values.size(1)}).permute({2, 0, 1});        // (H, P, P)
 }
 
+std::vector<double> host_values(const torch::Tensor& values) {
+  const torch::Tensor host = values.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+}
+
 void linear_init(torch::Tensor& weight, torch::Tensor& bias, at::Generator& generator) {
   torch::NoGradGuard no_grad;
   const double bound = 1.0 / std::sqrt(static_cast<double>(weight.size(0)));

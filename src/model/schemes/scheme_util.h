@@ -3,6 +3,7 @@
 // and the small MLP of the learned-function biases (dynamic, fire).
 // Shapes: P positions, H heads, W hidden width.
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -24,6 +25,10 @@ torch::Tensor bias_from_distance_values(const torch::Tensor& values, int64_t pos
 // PyTorch's nn.Linear initialisation for a weight in (in, out) layout and its bias:
 // both U(-1/sqrt(in), 1/sqrt(in)).
 void linear_init(torch::Tensor& weight, torch::Tensor& bias, at::Generator& generator);
+
+// A tensor's values on the host, as float64, flat (reported_values, positional.json): copied
+// from whatever device it lives on (reading a GPU tensor's data_ptr on the host crashes).
+std::vector<double> host_values(const torch::Tensor& values);
 
 }  // namespace copytask
 
