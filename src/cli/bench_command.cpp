@@ -71,7 +71,13 @@ int bench_command_run(const BenchCommandOptions& options) {
     nlohmann::json out = bench_json(result);
     out["device"] = device.str();
     const GpuInfo gpu = gpu_info(device);
-    if (!gpu.name.empty()) out["gpu"] = {{"name", gpu.name}, {"cuda_runtime", gpu.cuda_runtime}, {"cuda_driver", gpu.cuda_driver}};
+    if (!gpu.name.empty())
+      out["gpu"] = {{"name", gpu.name},
+                    {"compute_capability", gpu.compute_capability},
+                    {"sm_count", gpu.sm_count},
+                    {"clock_mhz", gpu.clock_mhz},
+                    {"cuda_runtime", gpu.cuda_runtime},
+                    {"cuda_driver", gpu.cuda_driver}};
     out["threads"] = threads;
     out["cpu"] = cpu_model();
     out["libtorch"] = torch_version_string();

@@ -13,6 +13,7 @@
 #include <torch/utils.h>
 #include <torch/version.h>
 
+#include "compat/cuda_device.h"
 #include "config/config.h"
 #include "util/splitmix.h"
 
@@ -110,17 +111,19 @@ GpuInfo gpu_info(const c10::Device& device) {
   // Looked up at run time in the CUDA libraries LibTorch has loaded (the runtime and the
   // driver API keep these signatures across versions), so no CUDA header is needed here.
   using VersionOf = int (*)(int*);
-  using NameOf = int (*)(char*, int, int);
   auto text = [](int version) { return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10); };
   int version = 0;
   if (auto runtime = reinterpret_cast<VersionOf>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion")); runtime && runtime(&version) == 0)
     info.cuda_runtime = text(version);
   if (auto driver = reinterpret_cast<VersionOf>(dlsym(RTLD_DEFAULT, "cudaDriverGetVersion")); driver && driver(&version) == 0)
     info.cuda_driver = text(version);
-  char name[256] = {0};
-  if (auto name_of = reinterpret_cast<NameOf>(dlsym(RTLD_DEFAULT, "cuDeviceGetName"));
-      name_of && name_of(name, sizeof name - 1, device.has_index() ? device.index() : 0) == 0)
-    info.name = name;
+  // The name and the peak's inputs through ATen's device properties: libcuda's own symbols
+  // (cuDeviceGetName) are usually not global, so dlsym does not find them.
+  const CudaDeviceProperties properties = cuda_device_properties(device.has_index() ? device.index() : 0);
+  info.name = properties.name;
+  info.sm_count = properties.sm_count;
+  info.clock_mhz = properties.clock_mhz;
+  if (properties.major > 0) info.compute_capability = std::to_string(properties.major) + "." + std::to_string(properties.minor);
   return info;
 }
 

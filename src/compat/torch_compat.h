@@ -32,10 +32,13 @@ double host_memory_available_bytes();
 // negative number on the CPU or when unknown.
 double device_memory_available_bytes(const c10::Device& device);
 
-// What run.json records of a GPU: its name and the CUDA runtime and driver versions
-// ("13.0"), read from the CUDA libraries LibTorch loaded; empty on the CPU or when unknown.
+// What run.json and bench.json record of a GPU: its name, the inputs of its peak (SMs,
+// clock, compute capability; compat/cuda_device.h) and the CUDA runtime and driver
+// versions ("13.0"); empty on the CPU or when unknown.
 struct GpuInfo {
-  std::string name, cuda_runtime, cuda_driver;
+  std::string name, cuda_runtime, cuda_driver, compute_capability;
+  int sm_count = 0;
+  double clock_mhz = 0;
 };
 GpuInfo gpu_info(const c10::Device& device);
 
