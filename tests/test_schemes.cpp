@@ -12,6 +12,7 @@
 #include "model/hooks/content_score.h"
 #include "model/hooks/registry.h"
 #include "model/positional.h"
+#include "model/schemes/scheme_util.h"
 #include "task/copy_task.h"
 #include "test_util.h"
 #include "train/trainer.h"
@@ -138,6 +139,62 @@ TEST(Schemes, EveryParameterOfEverySchemeGetsAGradientOnTheAutogradStep) {
 }
 
 // Forms a scheme leaves undefined are refused by the config check, naming the key and why.
+// What a captured CUDA graph reads stays where it is: a scheme's kept tensors (T5's bucket
+// index) survive tables of other sizes, as an evaluation at other lengths between two
+// replays of the training step asks for them; so do the encoder's kept tables of the
+// training length, across RoPE's rescalings for evaluation and back.
+TEST(Schemes, WhatACapturedStepReadsSurvivesTablesOfOtherSizes) {
+  const EncoderShape shape = test::small_shape();
+  int64_t kept = 0;
+  for (const auto& spec : test::every_positional_member(shape)) {
+    const PositionalShape positional{10, shape.embed, shape.heads, shape.blocks, spec.causal};
+    auto scheme = positional_scheme_make(spec.positional, spec.options, positional);
+    // The kept tensors after the first table, held here: their memory cannot be reused, so
+    // a tensor made anew can never sit at a recorded address.
+    std::vector<torch::Tensor> first;
+    const std::vector<int64_t> sizes = {10, 13, 7, 10, 20};
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      for (const Hook* hook : scheme->member_hooks()) {
+        PositionalScheme* owner = scheme->owner_of(*hook);
+        if (sizes[i] <= owner->position_limit()) owner->table(*hook, sizes[i]);
+      }
+      if (i == 0)
+        for (const Hook* hook : scheme->member_hooks())
+          for (const auto& tensor : scheme->owner_of(*hook)->kept_tensors()) first.push_back(tensor);
+    }
+    std::set<const void*> now;
+    for (const Hook* hook : scheme->member_hooks())
+      for (const auto& tensor : scheme->owner_of(*hook)->kept_tensors()) now.insert(tensor.data_ptr());
+    for (const auto& tensor : first) EXPECT_TRUE(now.count(tensor.data_ptr())) << spec.arm << ": a kept tensor was replaced";
+    kept += static_cast<int64_t>(first.size());
+  }
+  EXPECT_GT(kept, 0) << "T5 keeps its bucket index: is kept_tensors() empty everywhere?";
+
+  Encoder model(shape, std::vector<MemberSpec>{{"rope", 0, "rope", false}, {"alibi", 1, "alibi", false}}, torch::kCPU);
+  const PositionalTables trained = model->positional_tables(10);
+  std::vector<const void*> before;
+  for (const auto& table : trained.hooks)
+    if (table.stacked.defined()) before.push_back(table.stacked.data_ptr());
+  ASSERT_FALSE(before.empty());
+  model->rope_rescaling_set({"yarn", 2.0, 10});
+  model->positional_tables(20);
+  model->positional_tables(10);
+  model->rope_rescaling_set({});
+  const PositionalTables again = model->positional_tables(10);
+  std::vector<const void*> after;
+  for (const auto& table : again.hooks)
+    if (table.stacked.defined()) after.push_back(table.stacked.data_ptr());
+  EXPECT_EQ(after, before) << "the training length's tables were made anew after a rescaled evaluation";
+}
+
+// Every scheme's reported values come to the host through one helper, from any device.
+TEST(Schemes, HostValuesAreTheTensorsValuesFlatInFloat64) {
+  const torch::Tensor values = torch::arange(6, torch::kFloat32).view({2, 3}).t();  // (3, 2) not contiguous
+  EXPECT_EQ(host_values(values), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  const torch::Tensor learned = torch::ones({2}, torch::requires_grad());
+  EXPECT_EQ(host_values(learned * 2), (std::vector<double>{2, 2}));
+}
+
 TEST(Schemes, UndefinedFormsAreRefusedWithTheReason) {
   ModelConfig model;
   model.positional = "xpos";
