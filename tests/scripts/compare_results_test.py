@@ -63,4 +63,15 @@ partial = copy.deepcopy(results)
 del partial["schemes"]["none"]
 done, verdicts = run(partial)
 check(done.returncode == 2 and "missing from GPU: none" in done.stderr, done.stderr)
-print("compare_results_test: OK (same, in spread, differs, missing)")
+# --metric: another per-seed number; --strict: exit 1 unless every scheme is the same.
+lossy = copy.deepcopy(results)
+for run_ in lossy["schemes"]["rope"]["runs"]:
+    run_["final_loss"] += 0.05
+done, verdicts = run(lossy, "--metric", "final_loss", "--tolerance", "0.01")
+check(done.returncode == 0 and "final loss" in done.stdout and list(verdicts.values()).count("same") == len(verdicts) - 1,
+      done.stdout + str(verdicts))
+done, verdicts = run(lossy, "--metric", "final_loss", "--tolerance", "0.01", "--strict")
+check(done.returncode == 1 and "--strict" in done.stderr, done.stderr)
+done, verdicts = run(results, "--metric", "test_token", "--strict")
+check(done.returncode == 0 and all(v == "same" for v in verdicts.values()), str(verdicts))
+print("compare_results_test: OK (same, in spread, differs, missing, --metric, --strict)")
