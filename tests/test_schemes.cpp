@@ -39,6 +39,12 @@ TEST(Schemes, TheRegistryNamesEachSchemeAndOptionOnce) {
   EXPECT_EQ(scheme_rules().names, positional_names());
 }
 
+// The scheme of one member of every_positional_member, for a context of 10.
+std::shared_ptr<PositionalScheme> member_scheme(const MemberSpec& spec, const EncoderShape& shape) {
+  const PositionalShape positional{10, shape.embed, shape.heads, shape.blocks, spec.causal};
+  return positional_scheme_make(spec.positional, spec.options, positional);
+}
+
 // Each member's hooks: a stacking hook's table has its shape at any P; a content table is
 // its component's parameters, flat; the scheme's own table depends on parameters exactly
 // when it has some.
@@ -46,8 +52,7 @@ TEST(Schemes, EachHooksTableHasTheHooksShape) {
   const EncoderShape shape = test::small_shape();
   int64_t checked = 0;
   for (const auto& spec : test::every_positional_member(shape)) {
-    const PositionalShape positional{10, shape.embed, shape.heads, shape.blocks, spec.causal};
-    auto scheme = positional_scheme_make(spec.positional, spec.options, positional);
+    auto scheme = member_scheme(spec, shape);
     for (const Hook* hook : scheme->member_hooks()) {
       PositionalScheme* owner = scheme->owner_of(*hook);
       ASSERT_NE(owner, nullptr);
@@ -138,7 +143,6 @@ TEST(Schemes, EveryParameterOfEverySchemeGetsAGradientOnTheAutogradStep) {
   expect_every_scheme_parameter_gets_a_gradient(false);
 }
 
-// Forms a scheme leaves undefined are refused by the config check, naming the key and why.
 // What a captured CUDA graph reads stays where it is: a scheme's kept tensors (T5's bucket
 // index) survive tables of other sizes, as an evaluation at other lengths between two
 // replays of the training step asks for them; so do the encoder's kept tables of the
@@ -147,8 +151,7 @@ TEST(Schemes, WhatACapturedStepReadsSurvivesTablesOfOtherSizes) {
   const EncoderShape shape = test::small_shape();
   int64_t kept = 0;
   for (const auto& spec : test::every_positional_member(shape)) {
-    const PositionalShape positional{10, shape.embed, shape.heads, shape.blocks, spec.causal};
-    auto scheme = positional_scheme_make(spec.positional, spec.options, positional);
+    auto scheme = member_scheme(spec, shape);
     // The kept tensors after the first table, held here: their memory cannot be reused, so
     // a tensor made anew can never sit at a recorded address.
     std::vector<torch::Tensor> first;
@@ -195,6 +198,7 @@ TEST(Schemes, HostValuesAreTheTensorsValuesFlatInFloat64) {
   EXPECT_EQ(host_values(learned * 2), (std::vector<double>{2, 2}));
 }
 
+// Forms a scheme leaves undefined are refused by the config check, naming the key and why.
 TEST(Schemes, UndefinedFormsAreRefusedWithTheReason) {
   ModelConfig model;
   model.positional = "xpos";
