@@ -4,10 +4,12 @@
 For every tests/fixtures/parity_*.json: the fixture's parameters become a checkpoint
 (float32, a leading member axis of size 1, as in a member's model.pt), its config and
 options a result.json "model" entry; forward() on the fixture's tokens must give the
-fixture's logits and attention within float32 tolerance. Prints the largest differences;
-exits non-zero on a mismatch, when a fixture is missing, when a causal-only variant
-(xpos) has a bidirectional file, or when forward() accepts what it must refuse (an
-unknown scheme, a bidirectional xpos, dape without a score bias).
+fixture's logits and attention, in float32, within float32 tolerance. The fixtures are
+found by listing the folder and matched with the variants python/copytask_ref declares
+(and the causal flags their schemes take). Prints the largest differences; exits non-zero
+on a mismatch, on a fixture no variant declares (a causal-only variant's bidirectional
+file included), on a variant without its fixture, or when forward() accepts what it must
+refuse (an unknown scheme, a bidirectional xpos, dape without a score bias).
 
 Usage:
     /usr/bin/python3 tests/reference/check_forward_against_fixtures.py [--fixtures tests/fixtures]
@@ -22,23 +24,11 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "python")))
 from copytask_forward import forward  # noqa: E402
+from copytask_ref import variants  # noqa: E402
 
 TOLERANCE = 1e-4
-# The variants of make_parity_fixtures.py (not imported: it sets float64 as torch's default).
-VARIANTS = ["none", "sinusoidal", "learned", "rope", "rope_partial", "alibi", "alibi_offset",
-            "alibi_two_sided", "alibi_learned", "t5", "dynamic", "dynamic_log", "kerple", "fire",
-            "xpos", "xpos_partial", "cope", "cope_clamped", "fox",
-            "alibi_dape", "t5_dape", "dynamic_dape", "kerple_dape", "fire_dape",
-            "none_length_scale", "rope_length_scale", "t5_length_scale", "cope_length_scale",
-            "fox_length_scale", "xpos_length_scale", "kerple_dape_length_scale"]
-# Variants of a causal-only scheme (xpos): only parity_<variant>_causal.json exists.
-CAUSAL_ONLY = {"xpos", "xpos_partial", "xpos_length_scale"}
-
-
-def causal_suffixes(variant):
-    return ("_causal",) if variant in CAUSAL_ONLY else ("", "_causal")
 
 
 def tensor(entry):
@@ -55,28 +45,22 @@ def check(path):
     tokens = torch.tensor(fixture["tokens"], dtype=torch.int64)
     with torch.no_grad():
         logits, attention = forward(params, model, tokens)
+    assert logits.dtype == torch.float32 and all(a.dtype == torch.float32 for a in attention), \
+        "the forward computes in float32"
     logits_diff = (logits.double() - tensor(fixture["logits"])).abs().max().item()
     attention_diff = (torch.stack(attention).double() - tensor(fixture["attention"])).abs().max().item()
     return logits_diff, attention_diff
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--fixtures", default=os.path.normpath(os.path.join(HERE, "..", "fixtures")))
-    args = ap.parse_args()
-    paths = sorted(glob.glob(os.path.join(args.fixtures, "parity_*.json")))
-    expected = {"parity_%s%s.json" % (v, c) for v in VARIANTS for c in causal_suffixes(v)}
-    names = {os.path.basename(path) for path in paths}
-    missing = sorted(expected - names)
-    if missing:
-        print("FAIL: missing in %s: %s" % (args.fixtures, ", ".join(missing)))
-        return 1
-    stale = sorted("parity_%s.json" % v for v in CAUSAL_ONLY if "parity_%s.json" % v in names)
-    if stale:
-        print("FAIL: causal-only variants with a bidirectional file: " + ", ".join(stale))
-        return 1
+def unmatched(directory):
+    """(fixtures no variant declares, declared files that are missing), by file name."""
+    names = {os.path.basename(path) for path in glob.glob(os.path.join(directory, "parity_*.json"))}
+    declared = {name for variant in variants.variants() for name in variants.fixture_names(variant)}
+    return sorted(names - declared), sorted(declared - names)
 
-    # Unknown schemes and refused combinations are an error, not a silent other model.
+
+def refusals_hold():
+    """Unknown schemes and refused combinations are an error, not a silent other model."""
     refused = [({"positional": "nope", "heads": 2, "blocks": 1, "causal": False}, ("nope", "fire", "fox")),
                ({"positional": "xpos", "heads": 2, "blocks": 1, "causal": False}, ("xpos", "causal")),
                ({"positional": "rope", "heads": 2, "blocks": 1, "causal": True, "dape": True}, ("dape", "rope"))]
@@ -84,10 +68,27 @@ def main():
         try:
             forward({}, model, torch.zeros(1, 1, dtype=torch.int64))
             print("FAIL: forward() accepted %s" % model)
-            return 1
+            return False
         except ValueError as error:
             assert all(word in str(error) for word in words), error
+    return True
 
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fixtures", default=os.path.normpath(os.path.join(HERE, "..", "fixtures")))
+    args = ap.parse_args()
+    undeclared, missing = unmatched(args.fixtures)
+    if undeclared:
+        print("FAIL: fixtures in %s that no variant of python/copytask_ref declares: %s"
+              % (args.fixtures, ", ".join(undeclared)))
+    if missing:
+        print("FAIL: declared variants' fixtures missing in %s: %s (make them with "
+              "tests/reference/make_parity_fixtures.py --only VARIANT)" % (args.fixtures, ", ".join(missing)))
+    if undeclared or missing or not refusals_hold():
+        return 1
+
+    paths = sorted(glob.glob(os.path.join(args.fixtures, "parity_*.json")))
     failed = []
     worst = (0.0, 0.0)
     for path in paths:
