@@ -6,7 +6,7 @@ claim to check is that it is faster than the PyTorch notebooks it replaces.  Thi
 script is that notebook, written plainly: eager ops, nn.Module with nn.Linear /
 nn.Embedding / nn.LayerNorm, float32, dropout, torch.optim.Adam, and for M members
 M separate models trained one after another.  The model and the training step are
-copytask's (see tests/reference/make_parity_fixtures.py for the architecture):
+copytask's (see python/copytask_ref/, the independent reference, for the architecture):
 pre-LN encoder, positional scheme none | sinusoidal | learned | rope | alibi,
 optional causal mask, mean cross-entropy over all B*T positions.
 
