@@ -49,8 +49,8 @@ struct BenchResult {
 //   per example: L x (QKV 6TD^2 + scores and weights x values 4T^2D + projection 2TD^2
 //                     + feed-forward 4TDF) + head 2TDV.
 // Layer norms, softmax, embeddings and Adam (a few FLOP per element) are left out. The
-// reference study (30 members x 9000 examples) comes to 1.10e11, the GPU issue's "about
-// 110 GFLOP a step". With the step time: the rate the step achieves.
+// reference study (30 members x 9000 examples) comes to 1.10e11, about 110 GFLOP a step.
+// With the step time: the rate the step achieves.
 double training_step_flops(const EncoderShape& shape, double examples);
 
 // Times `steps` training steps of the members `members` (after `warmup` untimed ones).
