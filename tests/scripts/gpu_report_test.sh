@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/gpu_report.py's bench verb, rehearsed on the CPU so that the GPU machine's short
-# session does not find a broken report: the real producers (copytask bench and the PyTorch
+# scripts/gpu_report.py's bench verb, rehearsed on the CPU so that a short run on a GPU
+# machine does not find a broken report: the real producers (copytask bench and the PyTorch
 # baseline, tiny and on the CPU) write the case files under the names gpu_run.sh gives them,
 # then bench.json must hold every case, the ratios, the CUDA graph's gain and the share of
 # the device's FP32 peak computed from the step's FLOP rate, and the case files be gone.
