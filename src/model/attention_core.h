@@ -1,8 +1,11 @@
 #pragma once
-// The attention core of the LibTorch model: softmax(q k^T / sqrt(Dh) + offset) (dropout on
-// the weights) @ v, as batched matmuls; autograd gives its backward. The GPU runs it, and
-// the CPU tests use it as the independent formulation the hand-written CPU kernels
-// (model/cpu_layers.h) are checked against.
+// The plain attention core: softmax(q k^T / sqrt(Dh) + offset) (dropout on the weights) @ v,
+// as batched matmuls; autograd gives its backward. No training step calls it: the LibTorch
+// encoder (AttentionImpl::forward, model/encoder.cpp) computes its attention itself, with the
+// hooks between the scores and the softmax, and that encoder is what the autograd step and the
+// device step run (the GPU path, not yet run on a GPU). The tests use this function as the
+// independent formulation the hand-written CPU attention (model/cpu_layers.h) is checked
+// against (tests/test_attention.cpp).
 //
 // Shapes: M members, B batch, H heads, T positions, Dh head dimension.
 //   q, k, v: (M, B, H, T, Dh); offset: (M, 1, H, T, T) score bias with -inf where masked,
