@@ -3,14 +3,14 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include "util/log.h"
 
 #include "cli/command_errors.h"
-#include "cli/commands.h"
+#include "cli/command_table.h"
 #include "cli/options.h"
-#include "config/config_fields.h"
 #include "model/cpu_variant.h"
 #include "model/positional.h"
 #include "train/interrupt.h"
@@ -32,24 +32,16 @@ int main(int argc, char** argv) {
   CLI::App app{"copytask: positional-encoding schemes compared on the copy task"};
   app.set_version_flag("--version", std::string(copytask::version_string()) + " (" + copytask::git_commit() + ")");
   app.require_subcommand(1);
-  copytask::StudyCommandOptions train_options, compare_options;
-  copytask::BenchCommandOptions bench_options;
-  copytask::EvalCommandOptions eval_options;
-  copytask::PredictCommandOptions predict_options;
-  copytask::ReportCommandOptions report_options;
-  CLI::App* train = copytask::train_command_add(app, train_options);
-  CLI::App* compare = copytask::compare_command_add(app, compare_options);
-  CLI::App* eval = copytask::eval_command_add(app, eval_options);
-  CLI::App* predict = copytask::predict_command_add(app, predict_options);
-  CLI::App* report = copytask::report_command_add(app, report_options);
-  CLI::App* bench = copytask::bench_command_add(app, bench_options);
-  CLI::App* keys = app.add_subcommand("keys", "every config key with its default and meaning, as a Markdown table");
+  const std::vector<copytask::Command> commands = copytask::command_table(command_line);
+  std::vector<CLI::App*> subcommands;
+  for (const auto& command : commands) subcommands.push_back(command.add(app));
 
   // CLI11 reports a mistyped command only as "a subcommand is required": say which.
   const std::string first = argc > 1 ? argv[1] : "";
   const bool known = !app.get_subcommands([&](const CLI::App* sub) { return sub->check_name(first); }).empty();
   if (!first.empty() && first[0] != '-' && !known) {
-    std::fprintf(stderr, "copytask: unknown command '%s'; commands: train, compare, eval, predict, report, bench, keys (see --help)\n", argv[1]);
+    std::fprintf(stderr, "copytask: unknown command '%s'; commands: %s (see --help)\n", argv[1],
+                 copytask::command_names(commands).c_str());
     return copytask::kExitBadInput;
   }
   try {
@@ -65,19 +57,7 @@ int main(int argc, char** argv) {
   }
   // Each command runs inside command_run, which turns what it throws into the message and
   // the exit code (cli/command_errors.h).
-  using copytask::command_run;
-  if (train->parsed())
-    return command_run("train", [&] { return copytask::study_command_run("train", train_options, command_line); });
-  if (compare->parsed())
-    return command_run("compare", [&] { return copytask::study_command_run("compare", compare_options, command_line); });
-  if (eval->parsed()) return command_run("eval", [&] { return copytask::eval_command_run(eval_options); });
-  if (predict->parsed()) return command_run("predict", [&] { return copytask::predict_command_run(predict_options); });
-  if (report->parsed()) return command_run("report", [&] { return copytask::report_command_run(report_options); });
-  if (bench->parsed()) return command_run("bench", [&] { return copytask::bench_command_run(bench_options); });
-  if (keys->parsed())
-    return command_run("keys", [] {
-      std::printf("%s", copytask::config_keys_markdown().c_str());
-      return copytask::kExitOk;
-    });
+  for (size_t i = 0; i < commands.size(); ++i)
+    if (subcommands[i]->parsed()) return copytask::command_run(commands[i].name, commands[i].run);
   return copytask::kExitBadInput;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// The subcommands: each adds itself to the app and binds its options struct.
+// The subcommands: each adds itself to the app and binds its options struct; the table of
+// them is cli/command_table.h.
 namespace CLI {
 class App;
 }
@@ -10,6 +11,8 @@ struct BenchCommandOptions;
 struct EvalCommandOptions;
 struct PredictCommandOptions;
 struct ReportCommandOptions;
+struct KeysCommandOptions;
+struct SchemesCommandOptions;
 
 CLI::App* train_command_add(CLI::App& app, StudyCommandOptions& options);
 CLI::App* compare_command_add(CLI::App& app, StudyCommandOptions& options);
@@ -21,5 +24,9 @@ CLI::App* predict_command_add(CLI::App& app, PredictCommandOptions& options);
 int predict_command_run(const PredictCommandOptions& options);
 CLI::App* report_command_add(CLI::App& app, ReportCommandOptions& options);
 int report_command_run(const ReportCommandOptions& options);
+CLI::App* keys_command_add(CLI::App& app, KeysCommandOptions& options);
+int keys_command_run(const KeysCommandOptions& options);
+CLI::App* schemes_command_add(CLI::App& app, SchemesCommandOptions& options);
+int schemes_command_run(const SchemesCommandOptions& options);
 
 }  // namespace copytask

@@ -53,6 +53,12 @@ struct ReportCommandOptions {
   std::string out_file;                 // --out FILE ("" = DIR/report.html)
 };
 
+struct KeysCommandOptions {};          // copytask keys: no options
+
+struct SchemesCommandOptions {
+  bool json = false;                    // --json: the registry as JSON, not Markdown tables
+};
+
 // Exit codes: 0 ok, 1 a failure while running, 2 bad input (before any work), 130 interrupted.
 // cli/command_errors.h turns what a command throws into them.
 constexpr int kExitOk = 0, kExitFailure = 1, kExitBadInput = 2, kExitInterrupted = 130;

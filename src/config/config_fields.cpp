@@ -108,8 +108,7 @@ std::vector<ConfigField> make_fields() {
             "on the attention weights, after the attention projection, inside and after the FF",
             reals([](double x) { return x >= 0 && x < 1; }, "must be in [0, 1)")),
       field("model.positional", &Config::model, &ModelConfig::positional, S::scheme,
-            "`none`, `sinusoidal`, `learned`, `rope`, `alibi`, `t5`, `dynamic`, `kerple`, `fire`, `xpos`, `cope`, `fox` "
-            "(docs/schemes.md)"),
+            "a scheme of the registry: `copytask schemes` lists them (docs/schemes.md)"),
       field("model.causal", &Config::model, &ModelConfig::causal, S::scheme,
             "causal attention mask (position i sees j <= i), valid with every scheme"),
       option("model.rope_base", &PositionalOptions::rope_base, "rope: theta = p * base^(-2i / R)",
@@ -160,7 +159,7 @@ std::vector<ConfigField> make_fields() {
              "0 = `task.context`",
              ints(0, 8192, "must be 1..8192 rows, or 0 for task.context")),
       option("model.dape", &PositionalOptions::dape,
-             "DAPE (Zheng et al. 2024) on a score-bias scheme (alibi, t5, dynamic, kerple, fire): each block adds "
+             "DAPE (Zheng et al. 2024) on a score-bias scheme (`copytask schemes` lists them): each block adds "
              "MLP([scores; bias]) across heads to its scores"),
       option("model.dape_hidden", &PositionalOptions::dape_hidden, "DAPE: the MLP's hidden width",
              ints(1, 1024, "must be 1..1024")),
