@@ -29,7 +29,7 @@ INSTANTIATE_CPU_VARIANTS(FusedCpu);
 
 // Every registered scheme and option (test_util.h), and variants of some schemes' own options.
 std::vector<MemberSpec> every_scheme_members() {
-  std::vector<MemberSpec> members = test::every_positional_member(test::small_shape());
+  std::vector<MemberSpec> members = test::every_positional_member(test::small_shape(), 0, kFusedCpuStep);
   PositionalOptions partial_rope = test::small_options(), offset_alibi = test::small_options(),
                     learned_alibi = test::small_options();
   partial_rope.rope_fraction = 0.5;

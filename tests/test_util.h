@@ -10,6 +10,7 @@
 #include "model/encoder.h"
 #include "model/positional.h"
 #include "test_paths.h"
+#include "train/step_factory.h"
 
 namespace copytask::test {
 
@@ -84,14 +85,17 @@ inline bool positional_runs(const std::string& name, const PositionalOptions& op
 // Every registered scheme with the causal mask off and on (where it is defined), then every
 // registered option (model.dape, model.length_scale) on every scheme it runs with, causal
 // on every other one: taken from the registry, so a new scheme or option is covered
-// without a line here. Each member its own seed, from first_seed on.
-inline std::vector<MemberSpec> every_positional_member(const EncoderShape& shape, int64_t first_seed = 0) {
+// without a line here. Each member its own seed, from first_seed on. `needs`: only the
+// members whose scheme and options run on every one of these steps (StepSupport bits; a
+// test of the fused CPU step asks for kFusedCpuStep, which a scheme may not have yet).
+inline std::vector<MemberSpec> every_positional_member(const EncoderShape& shape, int64_t first_seed = 0,
+                                                       unsigned needs = 0) {
   std::vector<MemberSpec> members;
   int64_t seed = first_seed;
   const PositionalOptions base = small_options();
   for (const auto& name : positional_names())
     for (bool causal : {false, true})
-      if (positional_runs(name, base, causal, shape))
+      if (positional_runs(name, base, causal, shape) && (positional_steps(name, base) & needs) == needs)
         members.push_back({name + (causal ? "+causal" : ""), seed++, name, causal, base});
   for (const auto& option : positional_option_registry()) {
     int64_t count = 0;
@@ -102,6 +106,7 @@ inline std::vector<MemberSpec> every_positional_member(const EncoderShape& shape
           config_with_overrides(with, nlohmann::json{{"model." + option.key, true}}, "test").model.positional_options;
       const bool causal = count % 2 == 1 || !positional_runs(name, options, false, shape);
       if (!option.enabled(options) || !positional_runs(name, options, causal, shape)) continue;
+      if ((positional_steps(name, options) & needs) != needs) continue;
       members.push_back({name + "+" + option.key + (causal ? "+causal" : ""), seed++, name, causal, options});
       ++count;
     }

@@ -43,11 +43,12 @@ bool PositionalScheme::learned_for(const Hook& hook) {
 }
 
 const std::vector<std::string>& positional_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& entry : positional_registry()) out.push_back(entry.name);
-    return out;
-  }();
+  // Made again when a scheme was registered since (positional_scheme_register).
+  static std::vector<std::string> names;
+  if (names.size() != positional_registry().size()) {
+    names.clear();
+    for (const auto& entry : positional_registry()) names.push_back(entry.name);
+  }
   return names;
 }
 

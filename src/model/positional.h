@@ -27,6 +27,7 @@
 //
 // Shapes: P positions, D embed, H heads, Dh = D / H, L blocks.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -170,9 +171,13 @@ struct OptionEntry {
 
 // Every scheme, in the order the command line lists them, and every option
 // (src/model/schemes/registry.cpp).
-const std::vector<SchemeEntry>& positional_registry();
+const std::deque<SchemeEntry>& positional_registry();
 const std::vector<OptionEntry>& positional_option_registry();
 const std::vector<std::string>& positional_names();
+// Adds a scheme beyond the built-in ones: one a program defines for itself (the test
+// binary's autograd-only scheme), registered at its start, before positional_rules_install
+// and before any other thread runs. Throws std::logic_error for a name already registered.
+void positional_scheme_register(SchemeEntry entry);
 // Gives config (config/scheme_rules.h) the names and incompatibility rules of the registry,
 // which it checks configs against; call once at the start of a program, before any config
 // is read.

@@ -4,6 +4,10 @@
 // The order is the order the command line and docs/configuration.md list them in.
 #include "model/positional.h"
 
+#include <deque>
+#include <stdexcept>
+#include <utility>
+
 #define COPYTASK_POSITIONAL_SCHEMES(SCHEME) \
   SCHEME(none)                              \
   SCHEME(sinusoidal)                        \
@@ -29,10 +33,22 @@ COPYTASK_POSITIONAL_SCHEMES(COPYTASK_DECLARE_SCHEME)
 #define COPYTASK_DECLARE_OPTION(name) OptionEntry name##_option();
 COPYTASK_POSITIONAL_OPTIONS(COPYTASK_DECLARE_OPTION)
 
-const std::vector<SchemeEntry>& positional_registry() {
+namespace {
+// A deque: registering a scheme later leaves the entries already handed out where they are.
+std::deque<SchemeEntry>& scheme_registry() {
 #define COPYTASK_LIST_SCHEME(name) name##_scheme(),
-  static const std::vector<SchemeEntry> registry = {COPYTASK_POSITIONAL_SCHEMES(COPYTASK_LIST_SCHEME)};
+  static std::deque<SchemeEntry> registry = {COPYTASK_POSITIONAL_SCHEMES(COPYTASK_LIST_SCHEME)};
   return registry;
+}
+}  // namespace
+
+const std::deque<SchemeEntry>& positional_registry() { return scheme_registry(); }
+
+void positional_scheme_register(SchemeEntry entry) {
+  for (const auto& known : scheme_registry())
+    if (known.name == entry.name)
+      throw std::logic_error("positional scheme '" + entry.name + "' is registered twice");
+  scheme_registry().push_back(std::move(entry));
 }
 
 const std::vector<OptionEntry>& positional_option_registry() {
