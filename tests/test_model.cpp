@@ -1,6 +1,11 @@
 // Properties of the member-batched encoder: the causal mask, member independence, dropout.
+#include <set>
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 
+#include "model/float_layout.h"
+#include "model/parameter_layout.h"
 #include "model/positional.h"
 #include "test_util.h"
 
@@ -171,6 +176,50 @@ TEST(Loss, MemberLossIsTheMeanCrossEntropy) {
     auto expected = torch::nn::functional::cross_entropy(logits[m].reshape({-1, 5}), targets[m].reshape({-1}));
     EXPECT_NEAR(losses[m].item<double>(), expected.item<double>(), 1e-6);
   }
+}
+
+}  // namespace
+}  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// The encoder's parameter layout (model/parameter_layout.h) is every parameter outside the
+// positional schemes, once, in its order: what the fused step, checkpoints and the parity
+// tests read.
+TEST(Model, TheParameterLayoutIsEveryParameterOutsideTheSchemesOnce) {
+  EncoderShape shape = test::small_shape();
+  shape.blocks = 3;
+  Encoder model(shape, std::vector<MemberSpec>{{"t5", 0, "t5", false, test::small_options()}}, torch::kCPU);
+  const auto layout = model->stacked_parameters();
+  ASSERT_EQ(static_cast<int64_t>(layout.size()), parameter_count(3));
+  std::set<std::string> names;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    EXPECT_EQ(layout[i].first, parameter_name(static_cast<int64_t>(i)));
+    EXPECT_TRUE(names.insert(layout[i].first).second) << layout[i].first << " twice";
+  }
+  EXPECT_EQ(layout.back().first, "blocks.2.ff.fc2.bias");
+  size_t outside_schemes = 0;
+  for (const auto& item : model->named_parameters()) {
+    if (item.key().rfind("positional.", 0) == 0) continue;
+    ++outside_schemes;
+    EXPECT_TRUE(names.count(item.key())) << item.key() << " is not in the layout";
+  }
+  EXPECT_EQ(outside_schemes, layout.size());
+}
+
+// The fused step's workspace is laid out from one list (model/float_layout.h): parts start
+// where the one before ends, the total is their sum, and a part left out is refused.
+TEST(Model, AFloatLayoutIsItsListOfParts) {
+  const FloatLayout layout({{"a", 3}, {"b", 0}, {"c", 5}});
+  EXPECT_EQ(layout.total(), 8);
+  EXPECT_EQ(layout.offset(0), 0);
+  EXPECT_EQ(layout.offset(2), 3);
+  std::vector<float> buffer(8), short_buffer(7);
+  EXPECT_EQ(layout.at(buffer, 2), buffer.data() + 3);
+  EXPECT_THROW(layout.at(short_buffer, 0), std::logic_error);
+  EXPECT_THROW(layout.at(buffer, 3), std::logic_error);
+  EXPECT_THROW(FloatLayout({{"a", 3}, {}}), std::logic_error);
 }
 
 }  // namespace

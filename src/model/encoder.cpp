@@ -9,6 +9,7 @@
 
 #include "compat/torch_compat.h"
 #include "model/hooks/registry.h"
+#include "model/parameter_layout.h"
 #include "model/random_positions.h"
 
 namespace copytask {
@@ -151,9 +152,19 @@ void EncoderImpl::init_member(int64_t m, at::Generator& generator, at::Generator
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> EncoderImpl::stacked_parameters() {
+  const auto named = named_parameters();
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : named_parameters())
-    if (item.key().rfind("positional.", 0) != 0) out.emplace_back(item.key(), item.value());
+  for (int64_t i = 0; i < parameter_count(shape_.blocks); ++i) {
+    const std::string name = parameter_name(i);
+    const torch::Tensor* value = named.find(name);
+    TORCH_CHECK(value, "the encoder has no parameter ", name, " of its layout (model/parameter_layout.h)");
+    out.emplace_back(name, *value);
+  }
+  // Every parameter outside the positional schemes is in the layout.
+  size_t positional = 0;
+  for (const auto& item : named)
+    if (item.key().rfind("positional.", 0) == 0) ++positional;
+  TORCH_CHECK(named.size() == out.size() + positional, "the encoder has parameters outside its layout (model/parameter_layout.h)");
   return out;
 }
 

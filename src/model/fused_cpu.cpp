@@ -9,8 +9,10 @@
 #include <torch/torch.h>
 
 #include "model/cpu_layers.h"
+#include "model/float_layout.h"
 #include "model/hooks/cpu_hook.h"
 #include "model/hooks/registry.h"
+#include "model/parameter_layout.h"
 
 // The per-example functions are compiled three times (on_cpu_variant, model/cpu_layers.h),
 // for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the generic target, and
@@ -24,10 +26,27 @@ using namespace cpu;
 
 // ---- Parameters: one member's values and its flat gradient --------------------------------
 
-// The stacked parameters in a fixed order; a member's gradient is one flat buffer, parameter
-// j at offset[j], then the slots of the tables' gradients (MemberConstants).
-enum Global : int { kTok, kLnfW, kLnfB, kHeadW, kHeadB, kFirstBlock };
-enum PerBlock : int { kLn1W, kLn1B, kQkv, kProjW, kProjB, kLn2W, kLn2B, kFc1W, kFc1B, kFc2W, kFc2B, kPerBlock };
+// The stacked parameters in the encoder's layout (model/parameter_layout.h): the globals,
+// then block by block. A member's gradient is one flat buffer, parameter j at offset[j],
+// then the slots of the tables' gradients (MemberConstants).
+constexpr int kTok = parameter_position(kGlobalParameterNames, "tok_emb");
+constexpr int kLnfW = parameter_position(kGlobalParameterNames, "ln_f.weight");
+constexpr int kLnfB = parameter_position(kGlobalParameterNames, "ln_f.bias");
+constexpr int kHeadW = parameter_position(kGlobalParameterNames, "head.weight");
+constexpr int kHeadB = parameter_position(kGlobalParameterNames, "head.bias");
+constexpr int kFirstBlock = static_cast<int>(kGlobalParameterNames.size());
+constexpr int kLn1W = parameter_position(kBlockParameterNames, "ln1.weight");
+constexpr int kLn1B = parameter_position(kBlockParameterNames, "ln1.bias");
+constexpr int kQkv = parameter_position(kBlockParameterNames, "attn.qkv.weight");
+constexpr int kProjW = parameter_position(kBlockParameterNames, "attn.proj.weight");
+constexpr int kProjB = parameter_position(kBlockParameterNames, "attn.proj.bias");
+constexpr int kLn2W = parameter_position(kBlockParameterNames, "ln2.weight");
+constexpr int kLn2B = parameter_position(kBlockParameterNames, "ln2.bias");
+constexpr int kFc1W = parameter_position(kBlockParameterNames, "ff.fc1.weight");
+constexpr int kFc1B = parameter_position(kBlockParameterNames, "ff.fc1.bias");
+constexpr int kFc2W = parameter_position(kBlockParameterNames, "ff.fc2.weight");
+constexpr int kFc2B = parameter_position(kBlockParameterNames, "ff.fc2.bias");
+constexpr int kPerBlock = static_cast<int>(kBlockParameterNames.size());
 
 struct ParameterTable {
   std::vector<torch::Tensor> tensors;  // (M, ...) each
@@ -37,15 +56,7 @@ struct ParameterTable {
   int64_t total = 0;                   // the parameters' floats per member
 
   explicit ParameterTable(EncoderImpl& model) {
-    tensors = {model.tok_emb, model.ln_f->weight, model.ln_f->bias, model.head->weight, model.head->bias};
-    for (const auto& module : *model.blocks) {
-      auto block = module->as<BlockImpl>();
-      for (const torch::Tensor& t :
-           {block->ln1->weight, block->ln1->bias, block->attn->qkv->weight, block->attn->proj->weight,
-            block->attn->proj->bias, block->ln2->weight, block->ln2->bias, block->ff->fc1->weight, block->ff->fc1->bias,
-            block->ff->fc2->weight, block->ff->fc2->bias})
-        tensors.push_back(t);
-    }
+    for (const auto& [name, tensor] : model.stacked_parameters()) tensors.push_back(tensor);
     for (const auto& t : tensors) {
       TORCH_CHECK(t.is_contiguous(), "fused_cpu: parameters must be contiguous");
       base.push_back(t.data_ptr<float>());
@@ -86,11 +97,54 @@ struct MemberConstants {
 // query_key hooks. Sized once per partition, reused example by example.
 class ExampleWorkspace {
  public:
+  // The parts of one block's activations, and of the tail after the blocks, in their order.
+  enum BlockPart {
+    kBlockNormalized1, kBlockRstd1, kBlockAttnIn, kBlockQkv, kBlockWeights, kBlockMixed, kBlockNormalized2, kBlockRstd2, kBlockFfIn, kBlockPreRelu, kBlockHidden,
+    kBlockWeightsMask, kBlockAttentionOutputMask, kBlockHiddenMask, kBlockFeedForwardOutputMask, kBlockParts
+  };
+  enum TailPart {
+    kTailX, kTailNormalizedF, kTailFinalIn, kTailRstdF, kTailLogits, kTailGradX, kTailGradA, kTailGradB, kTailGradQkv, kTailGradHidden, kTailGradPre, kTailScratch,
+    kTailSlack, kTailParts
+  };
+
   ExampleWorkspace(const Shape& s, int64_t hook_floats, bool staged, int64_t snapshots) : s_(s) {
     const int64_t TD = s.T * s.D, TF = s.T * s.F, HTT = s.H * s.T * s.T;
-    per_block_ = 8 * TD + 2 * s.T + HTT + 2 * TF + (HTT + 2 * TD + TF);
-    data_.resize(s.L * per_block_ + 9 * TD + 3 * TD + 2 * s.T + s.T * s.V + 2 * TF + attention_scratch_floats(s.T, s.Dh) +
-                 s.D + kSlack);
+    std::vector<FloatLayout::Part> block(kBlockParts), tail(kTailParts);
+    block[kBlockNormalized1] = {"normalized1", TD};
+    block[kBlockRstd1] = {"rstd1", s.T};
+    block[kBlockAttnIn] = {"attn_in", TD};
+    block[kBlockQkv] = {"qkv", 3 * TD};
+    block[kBlockWeights] = {"weights", HTT};
+    block[kBlockMixed] = {"mixed", TD};
+    block[kBlockNormalized2] = {"normalized2", TD};
+    block[kBlockRstd2] = {"rstd2", s.T};
+    block[kBlockFfIn] = {"ff_in", TD};
+    block[kBlockPreRelu] = {"pre_relu", TF};
+    block[kBlockHidden] = {"hidden", TF};
+    block[kBlockWeightsMask] = {"dropout mask of the attention weights", HTT};
+    block[kBlockAttentionOutputMask] = {"dropout mask of the attention output", TD};
+    block[kBlockHiddenMask] = {"dropout mask of the hidden layer", TF};
+    block[kBlockFeedForwardOutputMask] = {"dropout mask of the feed-forward output", TD};
+    tail[kTailX] = {"x, the residual stream", TD};
+    tail[kTailNormalizedF] = {"normalized_f", TD};
+    tail[kTailFinalIn] = {"final_in", TD};
+    tail[kTailRstdF] = {"rstd_f", s.T};
+    tail[kTailLogits] = {"logits, then d(loss)/d(logits)", s.T * s.V};
+    tail[kTailGradX] = {"grad_x", TD};
+    tail[kTailGradA] = {"grad_a", TD};
+    tail[kTailGradB] = {"grad_b", TD};
+    tail[kTailGradQkv] = {"grad_qkv", 3 * TD};
+    tail[kTailGradHidden] = {"grad_hidden", TF};
+    tail[kTailGradPre] = {"grad_pre", TF};
+    // Used by one layer at a time: the attention's, a layer norm's (D + 8) or the loss's (T);
+    // room for all three, so a layer's use never reaches past it.
+    tail[kTailScratch] = {"scratch", attention_scratch_floats(s.T, s.Dh) + s.D + 8 + s.T};
+    // A buffer that must be followed by kSlack readable floats (qkv, grad_mixed) is followed
+    // by the next part; the last one by these.
+    tail[kTailSlack] = {"slack", kSlack};
+    block_layout_ = FloatLayout(std::move(block));
+    tail_layout_ = FloatLayout(std::move(tail));
+    data_.resize(static_cast<size_t>(s.L * block_layout_.total() + tail_layout_.total()));
     hooks_.resize(static_cast<size_t>(hook_floats));
     if (staged) staged_.resize(static_cast<size_t>((s.L + 2) * HTT + TD));
     snapshots_.resize(static_cast<size_t>(s.L * snapshots * 3 * TD));
@@ -101,24 +155,25 @@ class ExampleWorkspace {
     float* masks[kDropoutSites];
   };
   Block block(int64_t l) {
-    const int64_t TD = s_.T * s_.D, TF = s_.T * s_.F;
-    float* p = data_.data() + l * per_block_;
+    if (l < 0 || l >= s_.L) throw std::logic_error("ExampleWorkspace: block " + std::to_string(l) + " of " + std::to_string(s_.L));
+    float* p = data_.data() + l * block_layout_.total();
+    auto at = [&](BlockPart part) { return p + block_layout_.offset(part); };
     Block b;
-    b.normalized1 = p; p += TD;
-    b.rstd1 = p; p += s_.T;
-    b.attn_in = p; p += TD;
-    b.qkv = p; p += 3 * TD;
-    b.weights = p; p += s_.H * s_.T * s_.T;
-    b.mixed = p; p += TD;
-    b.normalized2 = p; p += TD;
-    b.rstd2 = p; p += s_.T;
-    b.ff_in = p; p += TD;
-    b.pre_relu = p; p += TF;
-    b.hidden = p; p += TF;
-    b.masks[kAttentionWeights] = p; p += s_.H * s_.T * s_.T;
-    b.masks[kAttentionOutput] = p; p += TD;
-    b.masks[kHidden] = p; p += TF;
-    b.masks[kFeedForwardOutput] = p;
+    b.normalized1 = at(kBlockNormalized1);
+    b.rstd1 = at(kBlockRstd1);
+    b.attn_in = at(kBlockAttnIn);
+    b.qkv = at(kBlockQkv);
+    b.weights = at(kBlockWeights);
+    b.mixed = at(kBlockMixed);
+    b.normalized2 = at(kBlockNormalized2);
+    b.rstd2 = at(kBlockRstd2);
+    b.ff_in = at(kBlockFfIn);
+    b.pre_relu = at(kBlockPreRelu);
+    b.hidden = at(kBlockHidden);
+    b.masks[kAttentionWeights] = at(kBlockWeightsMask);
+    b.masks[kAttentionOutput] = at(kBlockAttentionOutputMask);
+    b.masks[copytask::kHidden] = at(kBlockHiddenMask);
+    b.masks[kFeedForwardOutput] = at(kBlockFeedForwardOutputMask);
     return b;
   }
   // The residual stream, the final layer's activations and the scratch gradients.
@@ -127,22 +182,10 @@ class ExampleWorkspace {
         *scratch;
   };
   Tail tail() {
-    const int64_t TD = s_.T * s_.D, TF = s_.T * s_.F;
-    float* p = data_.data() + s_.L * per_block_;
-    Tail t;
-    t.x = p; p += TD;                 // (T, D)
-    t.normalized_f = p; p += TD;
-    t.final_in = p; p += TD;
-    t.rstd_f = p; p += s_.T;
-    t.logits = p; p += s_.T * s_.V;   // (T, V), then d(loss)/d(logits)
-    t.grad_x = p; p += TD;            // d(loss)/d(the residual stream)
-    t.grad_a = p; p += TD;            // at a layer's output, then its input
-    t.grad_b = p; p += TD;
-    t.grad_qkv = p; p += 3 * TD;
-    t.grad_hidden = p; p += TF;
-    t.grad_pre = p; p += TF;
-    t.scratch = p;                    // the attention's (attention_scratch_floats), a layer norm's (D + 8), the loss's (T)
-    return t;
+    float* p = data_.data() + s_.L * block_layout_.total();
+    auto at = [&](TailPart part) { return p + tail_layout_.offset(part); };
+    return {at(kTailX),     at(kTailNormalizedF), at(kTailFinalIn), at(kTailRstdF),      at(kTailLogits),  at(kTailGradX),
+            at(kTailGradA), at(kTailGradB),       at(kTailGradQkv), at(kTailGradHidden), at(kTailGradPre), at(kTailScratch)};
   }
   // The positional hooks' floats.
   float* hooks() { return hooks_.data(); }
@@ -163,13 +206,14 @@ class ExampleWorkspace {
 
  private:
   Shape s_;
-  int64_t per_block_;
+  FloatLayout block_layout_, tail_layout_;  // the blocks' parts, then the tail's: data_
   std::vector<float> data_, hooks_, staged_, snapshots_;
 };
 
 // This example's view of each of the member's hooks: its positions, its workspace, its
 // table gradient (null without one, or in a forward pass).
-using HookExamples = std::array<HookExample, 8>;
+// One slot per registered hook (kHookCount), the most a member can have.
+using HookExamples = std::array<HookExample, kHookCount>;
 COPYTASK_INLINE void hook_examples_begin(const MemberConstants& c, const int64_t* pos, float* grad,
                                          ExampleWorkspace& work, HookExamples& out) {
   for (size_t k = 0; k < c.hooks.size(); ++k) {
