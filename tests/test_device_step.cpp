@@ -157,7 +157,7 @@ TEST(DeviceStep, WithoutCudaNoGraphIsCaptured) {
 
 // The reference study's step is about 110 GFLOP for its 30 members (9000 examples each): the
 // count the bench uses agrees, and grows as the work does.
-TEST(Bench, TheStepsFlopsAreTheIssuesEstimateForTheReferenceStudy) {
+TEST(Bench, TheStepsFlopsAreAbout110GflopForTheReferenceStudy) {
   const EncoderShape reference;  // the reference protocol: V 11, T 10, D 20, H 1, L 2, F 32
   const double flops = training_step_flops(reference, 30.0 * 9000.0);
   EXPECT_NEAR(flops, 110e9, 0.01 * 110e9);

@@ -15,7 +15,7 @@
 #include "study/study_batch.h"
 #include "study/study_record.h"
 #include "train/interrupt.h"
-#include "train/training_step.h"
+#include "train/step_factory.h"
 
 namespace copytask {
 namespace fs = std::filesystem;

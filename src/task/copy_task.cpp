@@ -12,15 +12,6 @@
 
 namespace copytask {
 
-int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k) {
-  int64_t count = 1;
-  for (int64_t i = 0; i < k; ++i) {
-    if (count > std::numeric_limits<int64_t>::max() / content_vocab) return std::numeric_limits<int64_t>::max();
-    count *= content_vocab;
-  }
-  return count;
-}
-
 std::string content_key(const std::vector<int64_t>& content) {
   std::string key;
   key.reserve(content.size() * 3);
@@ -47,21 +38,6 @@ int64_t copy_task_capacity(const TaskConfig& task) {
 std::pair<int64_t, int64_t> copy_task_split_sizes(const TaskConfig& task) {
   int64_t test = static_cast<int64_t>(std::llround(static_cast<double>(task.examples) * task.test_fraction));
   return {task.examples - test, test};
-}
-
-std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
-  std::vector<int64_t> input(context, kPadToken);
-  const int64_t k = static_cast<int64_t>(content.size());
-  for (int64_t i = 0; i < k && i < context; ++i) input[i] = content[i];
-  if (k < context) input[k] = copy_token(vocab_size);
-  return input;
-}
-
-std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
-  std::vector<int64_t> target = copy_input(content, vocab_size, context);
-  const int64_t k = static_cast<int64_t>(content.size());
-  for (int64_t i = 0; i < k && k + 1 + i < context; ++i) target[k + 1 + i] = content[i];
-  return target;
 }
 
 void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {

@@ -13,11 +13,10 @@
 
 #include "task/task_config.h"
 #include "task/task_kind.h"
+#include "task/tokens.h"
 
 namespace copytask {
 
-constexpr int64_t kPadToken = 0;
-inline int64_t copy_token(int64_t vocab_size) { return vocab_size - 1; }
 
 // N examples of T tokens each, row-major (N * T).
 struct CopySplit {
@@ -33,9 +32,6 @@ struct CopyTask {
   CopySplit train;
   CopySplit test;
 };
-
-// How many distinct inputs of k content tokens exist, (content_vocab)^k, saturated at INT64_MAX.
-int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k);
 
 // A content sequence as one hashable key: three bytes per token (vocab_size <= 100000),
 // so sequences of different lengths never collide.
@@ -53,10 +49,6 @@ std::pair<int64_t, int64_t> copy_task_split_sizes(const TaskConfig& task);
 // dropped from the draw; a duplicate is redrawn at its length), the content tokens
 // uniform over 1..V-2.
 CopyTask copy_task_generate(const TaskConfig& task);
-
-// The full input (T tokens) and target for given content tokens.
-std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
-std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 
 // Appends the example of these content tokens (its input and target, T tokens each) to a split.
 void copy_split_append(CopySplit& split, const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);

@@ -5,9 +5,33 @@
 #include <limits>
 #include <stdexcept>
 
-#include "task/copy_task.h"
+#include "task/tokens.h"
 
 namespace copytask {
+
+std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
+  std::vector<int64_t> input(context, kPadToken);
+  const int64_t k = static_cast<int64_t>(content.size());
+  for (int64_t i = 0; i < k && i < context; ++i) input[i] = content[i];
+  if (k < context) input[k] = copy_token(vocab_size);
+  return input;
+}
+
+std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context) {
+  std::vector<int64_t> target = copy_input(content, vocab_size, context);
+  const int64_t k = static_cast<int64_t>(content.size());
+  for (int64_t i = 0; i < k && k + 1 + i < context; ++i) target[k + 1 + i] = content[i];
+  return target;
+}
+
+int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k) {
+  int64_t count = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (count > std::numeric_limits<int64_t>::max() / content_vocab) return std::numeric_limits<int64_t>::max();
+    count *= content_vocab;
+  }
+  return count;
+}
 
 const std::vector<std::string>& task_kind_names() {
   static const std::vector<std::string> names{"copy", "reverse", "selective"};

@@ -32,6 +32,12 @@ const std::vector<std::string>& task_kind_names();
 // task.kind as an enum; throws std::invalid_argument for an unknown name.
 TaskKind task_kind(const TaskConfig& task);
 
+// The copy's full input (T tokens: the content, <copy>, padding) and target for given
+// content tokens; the other kinds build theirs on them (example_input, example_target).
+std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
+std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
+// How many distinct inputs of k content tokens exist, (content_vocab)^k, saturated at INT64_MAX.
+int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k);
 // How many content token ids there are: V - 2, or V - 3 under selective.
 int64_t content_vocab(const TaskConfig& task);
 // The noise token's id (V - 2) under selective; -1 (no token) otherwise.

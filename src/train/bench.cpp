@@ -11,6 +11,7 @@
 #include "task/copy_task.h"
 #include "train/device_step.h"
 #include "train/trainer.h"
+#include "train/step_factory.h"
 
 namespace copytask {
 

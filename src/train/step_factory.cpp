@@ -1,5 +1,5 @@
-// training_step_make: which kind of step trains a batch (train/training_step.h).
-#include "train/training_step.h"
+// training_step_make: which kind of step trains a batch (train/step_factory.h).
+#include "train/step_factory.h"
 
 #include "model/fused_cpu.h"
 #include "train/autograd_step.h"

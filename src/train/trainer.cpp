@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "train/lr_schedule.h"
+#include "train/step_factory.h"
 
 namespace copytask {
 namespace {

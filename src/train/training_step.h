@@ -9,7 +9,7 @@
 //   AutogradStep  train/autograd_step.h   LibTorch's autograd op by op, the reference
 //   DeviceStep    train/device_step.h     a GPU's, its state on the device, captured as a
 //                                         CUDA graph (uncaptured where capture is off)
-// training_step_make picks one, as train.step asks. Shapes: M members.
+// train/step_factory.h picks one, as train.step asks. Shapes: M members.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,21 +47,5 @@ class TrainingStep {
   // B: examples per member per step (the train split's size for a full batch).
   virtual int64_t batch_size() const = 0;
 };
-
-// The step that trains `model` (its members, on its device) on `data` with `train`, as
-// train.step asks (docs/configuration.md):
-//   auto      on a GPU the DeviceStep, captured when train.cuda_graph is on and LibTorch can
-//             capture; on the CPU the FusedCpuStep wherever fused_cpu_unsupported(model) is
-//             empty, else the AutogradStep, whose fallback_reason says why
-//   fused     the FusedCpuStep; a ConfigError saying why where it cannot run (a GPU, or
-//             what fused_cpu_unsupported says), never a silent fallback
-//   autograd  on the CPU the AutogradStep; on a GPU the DeviceStep uncaptured (the same
-//             ops, its Adam on the device). No fallback_reason: nothing faster was meant
-std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train);
-
-// Why train.step cannot train on `device` at all ("" when it can): "fused" on a GPU. A
-// ConfigError's text, naming the key and what to set instead. The commands check it before
-// any work (study_check_training_steps); training_step_make throws it too.
-std::string training_step_refusal(const TrainConfig& train, const c10::Device& device);
 
 }  // namespace copytask

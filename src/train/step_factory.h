@@ -1,0 +1,33 @@
+#pragma once
+// Which kind of training step (train/training_step.h) trains a batch, as train.step asks:
+// the one place that knows the three kinds, apart from the interface they implement.
+#include <memory>
+#include <string>
+
+#include <c10/core/Device.h>
+
+#include "config/config.h"
+#include "model/encoder.h"
+#include "train/training_step.h"
+
+namespace copytask {
+
+struct TrainData;
+
+// The step that trains `model` (its members, on its device) on `data` with `train`, as
+// train.step asks (docs/configuration.md):
+//   auto      on a GPU the DeviceStep, captured when train.cuda_graph is on and LibTorch can
+//             capture; on the CPU the FusedCpuStep wherever fused_cpu_unsupported(model) is
+//             empty, else the AutogradStep, whose fallback_reason says why
+//   fused     the FusedCpuStep; a ConfigError saying why where it cannot run (a GPU, or
+//             what fused_cpu_unsupported says), never a silent fallback
+//   autograd  on the CPU the AutogradStep; on a GPU the DeviceStep uncaptured (the same
+//             ops, its Adam on the device). No fallback_reason: nothing faster was meant
+std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train);
+
+// Why train.step cannot train on `device` at all ("" when it can): "fused" on a GPU. A
+// ConfigError's text, naming the key and what to set instead. The commands check it before
+// any work (study_check_training_steps); training_step_make throws it too.
+std::string training_step_refusal(const TrainConfig& train, const c10::Device& device);
+
+}  // namespace copytask
