@@ -4,9 +4,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Headless Chromium and Selenium for the browser test of the HTML report; PyTorch for the
-# checkpoint snippet; GNU parallel and a Slurm (munge, slurmctld, slurmd, its client) for
-# the shard scripts' tests, which start their own single-node cluster.
-scripts/setup.sh chromium chromium-driver python3-selenium python3-pil python3-torch parallel \
+# checkpoint snippet; pandas for the results.csv snippet; GNU parallel and a Slurm (munge,
+# slurmctld, slurmd, its client) for the shard scripts' tests, which start their own
+# single-node cluster.
+scripts/setup.sh chromium chromium-driver python3-selenium python3-pil python3-torch python3-pandas parallel \
   munge slurmctld slurmd slurm-client
 scripts/build.sh
 cd build

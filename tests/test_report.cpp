@@ -170,9 +170,10 @@ ReportInputs fixture() {
       {{{"name", kHostile}, {"model.positional", "alibi"}, {"model.causal", true}},
        {{"name", "rope"}, {"model.positional", "rope"}},
        {{"name", "learned"}, {"model.positional", "learned"}}});
-  in.run = {{"version", "0.1.0"}, {"git_commit", "abc123"}, {"libtorch", "1.13.0"}, {"device", "cpu"},
-            {"threads", 1}, {"command", "copytask compare --out /tmp/x"}, {"started", "2026-11-21T05:26:12Z"},
-            {"ended", "2026-11-21T05:27:12Z"}, {"status", "ok"}};
+  in.run = json({{"version", "0.1.0"}, {"git_commit", "abc123"}, {"libtorch", "1.13.0"}, {"device", "cpu"},
+                 {"threads", 1}, {"command", "copytask compare --out /tmp/x"}, {"started", "2026-11-21T05:26:12Z"},
+                 {"ended", "2026-11-21T05:27:12Z"}, {"status", "ok"}})
+               .get<RunInfo>();
   const std::vector<std::tuple<std::string, std::string, bool, double, double>> schemes = {
       {kHostile, "alibi", true, 0.4321, 0.5678}, {"rope", "rope", false, 0.9876, 0.9912},
       {"learned", "learned", false, 0.9611, 0.9733}};
@@ -186,10 +187,11 @@ ReportInputs fixture() {
     entry["overrides"] = {{"model.positional", positional}, {"model.causal", causal}};
     for (int seed = 0; seed < 2; ++seed)
       for (int step : {20, 40})
-        in.metrics.push_back({{"step", step}, {"scheme", name}, {"seed", seed}, {"seconds", step * 0.01},
-                              {"train_loss", 2.0 / step}, {"train_exact", 0.5}, {"train_token", 0.8},
-                              {"test_loss", 2.5 / step}, {"test_exact", step == 40 ? (seed ? b : a) : 0.25},
-                              {"test_token", 0.7}, {"test_exact_by_length", {{"1", 1.0}, {"2", 0.5}}}});
+        in.metrics.push_back(json({{"step", step}, {"scheme", name}, {"seed", seed}, {"seconds", step * 0.01},
+                                   {"train_loss", 2.0 / step}, {"train_exact", 0.5}, {"train_token", 0.8},
+                                   {"test_loss", 2.5 / step}, {"test_exact", step == 40 ? (seed ? b : a) : 0.25},
+                                   {"test_token", 0.7}, {"test_exact_by_length", {{"1", 1.0}, {"2", 0.5}}}})
+                                 .get<MetricsLine>());
     in.attention["schemes"][name] = {
         {"seeds", {0, 1}},
         {"probes", json::array({{{"attention", attention_maps(causal)}, {"output", json::parse("[[1, 2, 5, 1], [1, 2, 5, 2]]")}}})}};
@@ -265,7 +267,7 @@ TEST(Report, PageIsWellFormedAndSelfContained) {
 // the study (the report reads files, not options); escaped like any text.
 TEST(Report, TheTitleNamesTheStudyFolder) {
   ReportInputs in = fixture();
-  in.run["command"] = "copytask compare --out somewhere/else";
+  in.run->command = "copytask compare --out somewhere/else";
   in.study = "runs/a<b";
   EXPECT_NE(report_html(in).find("<title>copytask study report: runs/a&lt;b</title>"), std::string::npos);
   in.study.clear();
@@ -468,12 +470,12 @@ TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
   const fs::path dir = fresh_dir("study");
   const ReportInputs in = fixture();
   write(dir / "config.json", in.config.dump());
-  write(dir / "run.json", in.run.dump());
+  write(dir / "run.json", json(*in.run).dump());
   write(dir / "results.json", in.results.dump());
   write(dir / "attention.json", in.attention.dump());
   write(dir / "positional.json", in.positional.dump());
   std::string metrics;
-  for (const auto& line : in.metrics) metrics += line.dump() + "\n";
+  for (const auto& line : in.metrics) metrics += json(line).dump() + "\n";
   write(dir / "metrics.jsonl", metrics + "{\"step\": 60, \"sch");  // a crash mid-append: skipped
   fs::create_directories(dir / "shards");
   write(dir / "shards" / "1.json", json({{"status", "ok"}, {"device", "cuda:1"}}).dump());
@@ -486,8 +488,8 @@ TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
   EXPECT_EQ(page, report_html([&] {
               ReportInputs expected = in;
               expected.study = dir.string();
-              expected.shard_runs = {json({{"status", "failed"}, {"device", "cuda:0"}}),
-                                     json({{"status", "ok"}, {"device", "cuda:1"}})};
+              expected.shard_runs = {json({{"status", "failed"}, {"device", "cuda:0"}}).get<RunInfo>(),
+                                     json({{"status", "ok"}, {"device", "cuda:1"}}).get<RunInfo>()};
               return expected;
             }()));
   EXPECT_NE(page.find("Shards (2)"), std::string::npos);
@@ -514,12 +516,23 @@ TEST(ReportWrite, RefusesAFolderWithoutConfigOrWithBadJson) {
     EXPECT_NE(std::string(error.what()).find("results.json"), std::string::npos) << error.what();
   }
   write(dir / "results.json", "{}");
-  write(dir / "metrics.jsonl", "{\"step\": 1}\nnot json\n{\"step\": 2}\n");
+  const std::string good_line = json(fixture().metrics.front()).dump();
+  write(dir / "metrics.jsonl", good_line + "\nnot json\n" + good_line + "\n");
   try {
     report_html_write(dir.string(), (dir / "r.html").string());
     FAIL() << "a bad line inside metrics.jsonl must throw";
   } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("metrics.jsonl line 2"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("metrics.jsonl line 2 is not valid JSON"), std::string::npos) << error.what();
+  }
+  // Valid JSON that is not a metrics line (its record lacks the field) is named too.
+  write(dir / "metrics.jsonl", good_line + "\n" + good_line + "\n{\"step\": 2}\n");
+  try {
+    report_html_write(dir.string(), (dir / "r.html").string());
+    FAIL() << "a line without a metrics line's fields must throw";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("metrics.jsonl line 3 is not a metrics line"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("scheme"), std::string::npos) << error.what();
   }
   EXPECT_FALSE(fs::exists(dir / "r.html"));
   fs::remove_all(dir);

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "compat/torch_compat.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "study/study.h"
 #include "train/bench.h"
 

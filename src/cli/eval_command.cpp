@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "compat/torch_compat.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "report/results.h"
 #include "study/member_files.h"
 #include "study/saved_study.h"
@@ -148,7 +148,7 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
 // "identical" when the member's numbers equal those its result.json recorded at the end of
 // training, else what training recorded.
 std::string training_check(const SavedStudy& study, const MemberScores& s) {
-  const RunRecord recorded = run_record_from_json(member_result_read(study.dir, s.member.arm->name, s.member.seed));
+  const RunRecord recorded = member_result_read(study.dir, s.member.arm->name, s.member.seed).get<RunRecord>();
   const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
   const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
                     recorded.test_token == now.test_token && recorded.train_token == now.train_token &&

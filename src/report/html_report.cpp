@@ -7,7 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "report/report_sections.h"
 #include "report/svg.h"
 
@@ -98,8 +98,18 @@ json read_optional(const fs::path& path) { return fs::exists(path) ? read_json_f
 
 // metrics.jsonl, one object per line. A last line without its newline is what a crash
 // mid-append leaves (the file is append-only); it is skipped, any other bad line is an error.
-std::vector<json> read_metrics(const fs::path& path) {
-  std::vector<json> lines;
+// A run record (run.json, a shard's record) through its typed form.
+RunInfo run_record_read(const json& record, const fs::path& path) {
+  try {
+    return record.get<RunInfo>();
+  } catch (const json::exception& error) {
+    throw std::runtime_error(path.string() + " is not a run record (" + error.what() +
+                             "); delete it (the study's numbers are in its members) and report again");
+  }
+}
+
+std::vector<MetricsLine> read_metrics(const fs::path& path) {
+  std::vector<MetricsLine> lines;
   if (!fs::exists(path)) return lines;
   const std::string text = file_read(path.string());
   size_t start = 0, number = 0;
@@ -111,11 +121,18 @@ std::vector<json> read_metrics(const fs::path& path) {
     ++number;
     start = end + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json parsed;
     try {
-      lines.push_back(json::parse(line));
+      parsed = json::parse(line);
     } catch (const json::parse_error& error) {
-      if (!complete) break;
+      if (!complete) break;  // a line being appended while the report is written
       throw std::runtime_error(path.string() + " line " + std::to_string(number) + " is not valid JSON: " + error.what());
+    }
+    try {
+      lines.push_back(parsed.get<MetricsLine>());
+    } catch (const json::exception& error) {
+      throw std::runtime_error(path.string() + " line " + std::to_string(number) + " is not a metrics line (" +
+                               error.what() + "); delete the line or the file, and collect the study again");
     }
   }
   return lines;
@@ -134,7 +151,7 @@ std::string report_html(const ReportInputs& inputs) {
   body += guarded("positional", [&] { return report::section_positional(view); });
   body += guarded("metadata", [&] { return report::section_metadata(view); });
   std::string generator = "Written by copytask";
-  if (const json* version = report::member(inputs.run, "version")) generator += " " + report::display(*version);
+  if (inputs.run && !inputs.run->version.empty()) generator += " " + inputs.run->version;
   generator += ". A self-contained page: no scripts, nothing loaded from elsewhere. Hover over a mark for its numbers.";
   body += html::text_element("footer", "", generator);
 
@@ -158,7 +175,7 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
   ReportInputs inputs;
   inputs.study = study_dir;
   inputs.config = read_json_file(config);
-  inputs.run = read_optional(dir / "run.json");
+  if (const json run = read_optional(dir / "run.json"); !run.is_null()) inputs.run = run_record_read(run, dir / "run.json");
   inputs.results = read_optional(dir / "results.json");
   inputs.attention = read_optional(dir / "attention.json");
   inputs.positional = read_optional(dir / "positional.json");
@@ -168,7 +185,7 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
     for (const auto& entry : fs::directory_iterator(dir / "shards"))
       if (entry.is_regular_file() && entry.path().extension() == ".json") shards.push_back(entry.path());
     std::sort(shards.begin(), shards.end());
-    for (const auto& shard : shards) inputs.shard_runs.push_back(read_json_file(shard));
+    for (const auto& shard : shards) inputs.shard_runs.push_back(run_record_read(read_json_file(shard), shard));
   }
   file_write_atomic(out_file, report_html(inputs));
 }

@@ -17,7 +17,8 @@ std::string object_table(const json& object, const std::string& css_class) {
 }
 
 // One row per shard, one column per key any shard has.
-std::string shards_table(const std::vector<json>& shards) {
+std::string shards_table(const std::vector<RunInfo>& records) {
+  std::vector<json> shards(records.begin(), records.end());
   std::vector<std::string> keys;
   std::set<std::string> seen;
   for (const auto& shard : shards)
@@ -42,7 +43,7 @@ std::string shards_table(const std::vector<json>& shards) {
 std::string section_metadata(const StudyView& view) {
   const ReportInputs& in = view.inputs();
   std::string content = html::text_element("h3", "", "Run");
-  content += in.run.is_object() ? object_table(in.run, "run") : not_recorded("run.json", "no run metadata.");
+  content += in.run ? object_table(json(*in.run), "run") : not_recorded("run.json", "no run metadata.");
   if (!in.shard_runs.empty())
     content += html::text_element("h3", "", "Shards (" + std::to_string(in.shard_runs.size()) + ")") +
                shards_table(in.shard_runs);

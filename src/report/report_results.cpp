@@ -65,10 +65,10 @@ std::string section_overview(const StudyView& view) {
     fact("context", display_at(*task, "context"));
     fact("vocab", display_at(*task, "vocab_size"));
   }
-  if (!in.run.is_null()) {
-    fact("device", display_at(in.run, "device"));
-    fact("status", display_at(in.run, "status"));
-    fact("started", display_at(in.run, "started"));
+  if (in.run) {
+    fact("device", in.run->device);
+    fact("status", in.run->status);
+    fact("started", in.run->started);
   }
 
   std::string warnings;
@@ -88,16 +88,16 @@ std::string section_overview(const StudyView& view) {
                        " Means, spreads and intervals below cover the recorded runs only."));
     }
   }
-  if (const json* status = member(in.run, "status"); status && status->is_string() && *status != "ok") {
-    std::string text = "run.json status: " + status->get<std::string>();
-    if (const json* error = member(in.run, "error"); error && !error->is_null()) text += " (" + display(*error) + ")";
-    if (*status == "running") text += ": the study had not finished when this report was written.";
+  if (in.run && in.run->status != "ok") {
+    std::string text = "run.json status: " + in.run->status;
+    if (!in.run->error.empty()) text += " (" + in.run->error + ")";
+    if (in.run->status == "running") text += ": the study had not finished when this report was written.";
     warnings += html::text_element("p", " class=\"warning status\"", text);
   }
 
   std::string command;
-  if (const json* line = member(in.run, "command"); line && line->is_string())
-    command = html::element("pre", " class=\"command\"", html::escape(line->get<std::string>()));
+  if (in.run && !in.run->command.empty())
+    command = html::element("pre", " class=\"command\"", html::escape(in.run->command));
 
   std::string toc;
   for (const auto& [id, title] : std::vector<std::pair<std::string, std::string>>{
@@ -186,16 +186,12 @@ std::string section_accuracy(const StudyView& view) {
 // ---- Training curves --------------------------------------------------------------------------
 
 namespace {
-// metrics.jsonl grouped as scheme -> step -> the seeds' values of `key`.
+// metrics.jsonl grouped as scheme -> step -> the seeds' values of `field`.
 std::map<std::string, std::map<double, std::vector<double>>> metric_by_step(const StudyView& view,
-                                                                           const std::string& key) {
+                                                                           double MetricsLine::*field) {
   std::map<std::string, std::map<double, std::vector<double>>> out;
-  for (const auto& line : view.inputs().metrics) {
-    const json* scheme = member(line, "scheme");
-    const double step = number_at(line, "step");
-    if (!scheme || !scheme->is_string() || !std::isfinite(step)) continue;
-    out[scheme->get<std::string>()][step].push_back(number_at(line, key));
-  }
+  for (const auto& line : view.inputs().metrics)
+    out[line.scheme][static_cast<double>(line.step)].push_back(line.*field);
   return out;
 }
 
@@ -206,11 +202,11 @@ struct CurveChart {
   std::vector<std::string> schemes;
 };
 
-CurveChart curve_chart(const StudyView& view, const std::string& key, const std::string& what,
+CurveChart curve_chart(const StudyView& view, double MetricsLine::*field, const std::string& what,
                        const charts::ChartMeta& meta, std::optional<std::pair<double, double>> y_domain,
                        int decimals, double height) {
   CurveChart out;
-  const auto grouped = metric_by_step(view, key);
+  const auto grouped = metric_by_step(view, field);
   std::set<double> steps;
   double max_step = 0;
   std::vector<charts::Series> series;
@@ -266,10 +262,10 @@ std::string curve_table(const CurveChart& chart, const StudyView& view, int deci
 std::string section_curves(const StudyView& view) {
   if (view.inputs().metrics.empty())
     return section("curves", "Training curves", not_recorded("metrics.jsonl", "no training curves to show."));
-  const CurveChart exact = curve_chart(view, "test_exact", "test exact-match",
+  const CurveChart exact = curve_chart(view, &MetricsLine::test_exact, "test exact-match",
                                        {"curves", "chart-curves", "Test exact-match against training step"},
                                        std::make_pair(0.0, 1.0), 4, 380);
-  const CurveChart loss = curve_chart(view, "train_loss", "train loss",
+  const CurveChart loss = curve_chart(view, &MetricsLine::train_loss, "train loss",
                                       {"loss", "chart-loss", "Train loss against training step"}, std::nullopt, 4, 280);
   return section("curves", "Training curves",
                  figure(exact.svg,

@@ -72,8 +72,7 @@ StudyView::StudyView(const ReportInputs& inputs) : inputs_(inputs) {
   for (const json* file : {&inputs.results, &inputs.attention, &inputs.positional})
     if (const json* schemes = member(*file, "schemes"); schemes && schemes->is_object())
       for (const auto& item : schemes->items()) add(item.key());
-  for (const auto& line : inputs.metrics)
-    if (const json* name = member(line, "scheme"); name && name->is_string()) add(name->get<std::string>());
+  for (const auto& line : inputs.metrics) add(line.scheme);
 
   if (const json* task = member(inputs.config, "task")) {
     const double vocab = number_at(*task, "vocab_size");

@@ -9,13 +9,6 @@
 
 namespace copytask {
 
-nlohmann::json by_length_json(const std::vector<double>& by_length) {
-  nlohmann::json out = nlohmann::json::object();
-  for (size_t k = 0; k < by_length.size(); ++k)
-    if (by_length[k] >= 0) out[std::to_string(k)] = by_length[k];
-  return out;
-}
-
 namespace {
 // The measurements of why (report/scores.h) into a per-length entry, where measured.
 void why_json(const LengthScores& s, nlohmann::json& entry) {
@@ -89,31 +82,10 @@ nlohmann::json rescaled_length_json(const std::vector<LengthScores>& scores, dou
   return out;
 }
 
-nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores) {
-  nlohmann::json out = nlohmann::json::object();
+std::map<int64_t, LengthMetric> length_metrics_of(const std::vector<LengthScores>& scores) {
+  std::map<int64_t, LengthMetric> out;
   for (const auto& s : scores)
-    if (s.skipped.empty()) {
-      out[std::to_string(s.length)] = {{"exact", s.exact}, {"token", s.token}};
-      if (!s.source_attention.empty()) out[std::to_string(s.length)]["source_attention"] = s.source_attention;
-      if (!s.entropy.empty()) out[std::to_string(s.length)]["entropy"] = s.entropy;
-    }
-  return out;
-}
-
-nlohmann::json run_record_json(const RunRecord& r) {
-  nlohmann::json out = {{"seed", r.seed},
-          {"test_exact", r.test_exact},
-          {"test_token", r.test_token},
-          {"train_exact", r.train_exact},
-          {"train_token", r.train_token},
-          {"final_loss", r.final_loss},
-          {"test_loss", r.test_loss},
-          {"steps", r.steps},
-          {"seconds", r.seconds},
-          {"batch_members", r.batch_members},
-          {"test_exact_by_length", by_length_json(r.test_exact_by_length)}};
-  if (!r.length_generalization.is_null()) out["length_generalization"] = r.length_generalization;
-  if (!r.length_generalization_rescaled.is_null()) out["length_generalization_rescaled"] = r.length_generalization_rescaled;
+    if (s.skipped.empty()) out[s.length] = {s.exact, s.token, s.source_attention, s.entropy};
   return out;
 }
 
@@ -128,29 +100,6 @@ RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScore
   run.test_loss = test.loss;
   run.test_exact_by_length = test.exact_by_length;
   return run;
-}
-
-RunRecord run_record_from_json(const nlohmann::json& j) {
-  RunRecord r;
-  r.seed = j.at("seed").get<int64_t>();
-  r.test_exact = j.at("test_exact").get<double>();
-  r.test_token = j.at("test_token").get<double>();
-  r.train_exact = j.at("train_exact").get<double>();
-  r.train_token = j.at("train_token").get<double>();
-  r.final_loss = j.at("final_loss").get<double>();
-  r.test_loss = j.at("test_loss").get<double>();
-  r.steps = j.at("steps").get<int64_t>();
-  r.seconds = j.at("seconds").get<double>();
-  r.batch_members = j.at("batch_members").get<int64_t>();
-  const auto& by_length = j.at("test_exact_by_length");
-  for (const auto& item : by_length.items()) {
-    const size_t k = std::stoul(item.key());
-    if (r.test_exact_by_length.size() <= k) r.test_exact_by_length.resize(k + 1, -1.0);
-    r.test_exact_by_length[k] = item.value().get<double>();
-  }
-  if (j.contains("length_generalization")) r.length_generalization = j.at("length_generalization");
-  if (j.contains("length_generalization_rescaled")) r.length_generalization_rescaled = j.at("length_generalization_rescaled");
-  return r;
 }
 
 namespace {
@@ -189,7 +138,7 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   out["runs"] = nlohmann::json::array();
   std::vector<double> test_exact, test_token, train_exact, train_token, final_loss;
   for (const auto& run : runs) {
-    out["runs"].push_back(run_record_json(run));
+    out["runs"].push_back(run);
     test_exact.push_back(run.test_exact);
     test_token.push_back(run.test_token);
     train_exact.push_back(run.train_exact);

@@ -1,34 +1,17 @@
 #pragma once
-// results.json (docs/design.md section 5): per scheme, per seed and aggregated over seeds.
+// results.json's numbers (docs/design.md section 5): a member's record from its scores, and
+// per scheme aggregated over seeds (records/ holds the files' typed structs).
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "records/metrics_line.h"
+#include "records/run_record.h"
 #include "report/scores.h"
 
 namespace copytask {
-
-// One trained member's final numbers.
-struct RunRecord {
-  int64_t seed = 0;
-  double test_exact = 0, test_token = 0, train_exact = 0, train_token = 0;
-  double final_loss = 0;  // eval-mode loss on the whole train split after the last step
-  double test_loss = 0;
-  int64_t steps = 0;
-  double seconds = 0;     // wall time of the batch of members this run trained in
-  int64_t batch_members = 1;  // how many members trained together in that batch
-  std::vector<double> test_exact_by_length;  // index k = content length; -1 = no such example
-  // {"train_max_len", "positions_trained", "by_length": {"<k>": {"n", "context", "trained",
-  // "exact", "token"[, "skipped"]}}} from length_generalization_json; null when not evaluated.
-  nlohmann::json length_generalization;
-  // RoPE's rescalings (eval.rope_rescaling), for a member that rotates q and k:
-  // {"<method>": length_generalization_json's entry with "factor" (0 = per length), or
-  // {"skipped": why}}; null when none was evaluated.
-  nlohmann::json length_generalization_rescaled;
-};
-
 
 // One member's per-length scores: by_length keyed by k; exact and token null where skipped.
 nlohmann::json length_generalization_json(const std::vector<LengthScores>& scores, int64_t train_max_len,
@@ -37,19 +20,12 @@ nlohmann::json length_generalization_json(const std::vector<LengthScores>& score
 // "factor" (0 = per length: the evaluated context over the trained one).
 nlohmann::json rescaled_length_json(const std::vector<LengthScores>& scores, double factor, int64_t train_max_len,
                                     int64_t positions_trained);
-// The per-length numbers metrics.jsonl records at every evaluation: {"<k>": {"exact", "token"}}.
-nlohmann::json length_metrics_json(const std::vector<LengthScores>& scores);
+// The per-length numbers metrics.jsonl records at every evaluation, skipped lengths left out.
+std::map<int64_t, LengthMetric> length_metrics_of(const std::vector<LengthScores>& scores);
 
 // A member's record from its evaluation on the train and test splits (steps, seconds and
 // batch_members left at their defaults for the caller).
 RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScores& test);
-
-// {"1": 1.0, "2": 0.98, ...}: exact match by content length, lengths without examples left out.
-nlohmann::json by_length_json(const std::vector<double>& by_length);
-
-nlohmann::json run_record_json(const RunRecord& run);
-// Back from run_record_json's output; throws nlohmann::json::exception on a missing key.
-RunRecord run_record_from_json(const nlohmann::json& json);
 
 // {"runs": [...], "test_exact": summary, "test_token": ..., "train_exact": ..., "train_token": ...,
 //  "final_loss": summary (not clipped)}, and where the runs were evaluated beyond their

@@ -3,8 +3,12 @@
 #include <filesystem>
 
 #include "config/config.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "report/html_report.h"
+#include "records/member_result.h"
+#include "records/positional_record.h"
+#include "records/results_csv.h"
+#include "records/study_results.h"
 #include "report/results.h"
 #include "study/member_files.h"
 #include "study/study.h"
@@ -26,35 +30,44 @@ nlohmann::json study_collect(const std::string& study_dir) {
   // left behind) keeps its numbers: collecting no members would write empty files over
   // them. Only the page is written again, from those files.
   if (!fs::exists(dir / "members") && fs::exists(dir / "results.json")) {
+    const nlohmann::json saved = nlohmann::json::parse(file_read((dir / "results.json").string()));
+    // results.csv is derived: written again from results.json (a folder from a copytask
+    // before it gets one).
+    try {
+      file_write_atomic((dir / "results.csv").string(), results_csv(results_tidy_rows(saved.get<StudyResults>())));
+    } catch (const nlohmann::json::exception& error) {
+      throw std::runtime_error((dir / "results.json").string() + " is not a study's results.json (" + error.what() +
+                               "); collect the study from its members, or restore the file");
+    }
     report_html_write(study_dir, (dir / "report.html").string());
-    return nlohmann::json::parse(file_read((dir / "results.json").string()));
+    return saved;
   }
   const std::vector<StudyArm> schemes = study_arms_from_manifest(manifest);
   const Config base = config_from_json(manifest.at("config"));
 
-  nlohmann::json results = {{"schemes", nlohmann::json::object()}, {"scheme_order", nlohmann::json::array()}};
+  StudyResults results;
   nlohmann::json attention = {
       {"probes", base.report.probes}, {"inputs", nlohmann::json::array()}, {"schemes", nlohmann::json::object()}};
-  nlohmann::json positional = {{"context", base.task.context}, {"schemes", nlohmann::json::object()}};
+  PositionalStudy positional;
+  positional.context = base.task.context;
   std::string metrics;
-  nlohmann::json missing = nlohmann::json::array();
-  int64_t complete = 0, expected = 0;
 
   for (const auto& scheme : schemes) {
-    results["scheme_order"].push_back(scheme.name);
+    results.scheme_order.push_back(scheme.name);
     std::vector<RunRecord> runs;
-    nlohmann::json seeds = nlohmann::json::array(), probes = nlohmann::json::array(), positional_runs = nlohmann::json::array();
+    nlohmann::json seeds = nlohmann::json::array(), probes = nlohmann::json::array();
+    std::vector<nlohmann::json> positional_runs;
     nlohmann::json scheme_inputs, scheme_targets;
     for (int64_t seed : scheme.config.train.seeds) {
-      ++expected;
+      ++results.complete.expected;
       if (!member_complete(study_dir, scheme.name, seed)) {
-        missing.push_back(scheme.name + "/seed-" + std::to_string(seed));
+        results.complete.missing.push_back(scheme.name + "/seed-" + std::to_string(seed));
         continue;
       }
-      ++complete;
+      ++results.complete.runs;
       const fs::path member(member_dir(study_dir, scheme.name, seed));
       try {
-        runs.push_back(run_record_from_json(member_result_read(study_dir, scheme.name, seed)));
+        runs.push_back(member_result_read(study_dir, scheme.name, seed).get<MemberResult>().run);
       } catch (const nlohmann::json::exception& error) {
         throw std::runtime_error((member / "result.json").string() + " lacks a field (" + error.what() +
                                  "); delete that member's folder and rerun the study to train it again");
@@ -74,29 +87,31 @@ nlohmann::json study_collect(const std::string& study_dir) {
       if (fs::exists(member / "metrics.jsonl")) metrics += file_read((member / "metrics.jsonl").string());
     }
     if (runs.empty()) continue;
-    nlohmann::json entry = scheme_results_json(runs);
-    entry["positional"] = scheme.config.model.positional;
-    entry["causal"] = scheme.config.model.causal;
-    entry["overrides"] = scheme.overrides;
-    results["schemes"][scheme.name] = entry;
+    SchemeResults& entry = results.schemes[scheme.name];
+    entry.summaries = scheme_results_json(runs);
+    entry.runs = std::move(runs);
+    entry.positional = scheme.config.model.positional;
+    entry.causal = scheme.config.model.causal;
+    entry.task = scheme.config.task.kind;
+    entry.overrides = scheme.overrides;
     attention["schemes"][scheme.name] = {{"seeds", seeds}, {"causal", scheme.config.model.causal}, {"probes", probes}};
     // The scheme's own probe inputs and targets: its task's kind sets them (selective adds
     // noise, reverse reverses the target).
     if (!scheme_inputs.is_null()) attention["schemes"][scheme.name]["inputs"] = scheme_inputs;
     if (!scheme_targets.is_null()) attention["schemes"][scheme.name]["targets"] = scheme_targets;
     attention["schemes"][scheme.name]["task"] = scheme.config.task.kind;
-    positional["schemes"][scheme.name] = {{"positional", scheme.config.model.positional},
-                                          {"causal", scheme.config.model.causal},
-                                          {"runs", positional_runs}};
+    positional.schemes[scheme.name] = {scheme.config.model.positional, scheme.config.model.causal,
+                                       std::move(positional_runs)};
   }
-  results["complete"] = {{"runs", complete}, {"expected", expected}, {"missing", missing}};
 
-  json_write_atomic((dir / "results.json").string(), results);
+  const nlohmann::json results_json = results;
+  json_write_atomic((dir / "results.json").string(), results_json);
+  file_write_atomic((dir / "results.csv").string(), results_csv(results_tidy_rows(results)));
   json_write_atomic((dir / "attention.json").string(), attention);
-  json_write_atomic((dir / "positional.json").string(), positional);
+  json_write_atomic((dir / "positional.json").string(), nlohmann::json(positional));
   file_write_atomic((dir / "metrics.jsonl").string(), metrics);
   report_html_write(study_dir, (dir / "report.html").string());
-  return results;
+  return results_json;
 }
 
 }  // namespace copytask

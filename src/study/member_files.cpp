@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "report/files.h"
+#include "util/atomic_files.h"
 
 namespace copytask {
 namespace fs = std::filesystem;

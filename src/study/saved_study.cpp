@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "study/member_files.h"
 #include "train/checkpoint.h"
 

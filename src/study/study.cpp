@@ -9,7 +9,7 @@
 #include "util/log.h"
 
 #include "model/positional.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
 #include "study/collect.h"
 #include "study/member_files.h"
 #include "study/study_batch.h"

@@ -7,7 +7,8 @@
 
 #include "model/encoder.h"
 #include "model/hooks/registry.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
+#include "records/member_result.h"
 #include "report/results.h"
 #include "config/config_fields.h"
 #include "study/member_files.h"
@@ -43,19 +44,20 @@ nlohmann::json member_attention_json(const std::vector<torch::Tensor>& layers, c
 }
 
 // One metrics.jsonl line: a member's numbers at one evaluation.
-nlohmann::json metrics_line(const Evaluation& evaluation, int64_t m, const MemberSpec& spec) {
-  nlohmann::json line = {{"step", evaluation.step},
-                         {"scheme", spec.arm},
-                         {"seed", spec.seed},
-                         {"seconds", evaluation.seconds},
-                         {"train_loss", evaluation.train[m].loss},
-                         {"train_exact", evaluation.train[m].exact},
-                         {"train_token", evaluation.train[m].token},
-                         {"test_loss", evaluation.test[m].loss},
-                         {"test_exact", evaluation.test[m].exact},
-                         {"test_token", evaluation.test[m].token},
-                         {"test_exact_by_length", by_length_json(evaluation.test[m].exact_by_length)}};
-  if (!evaluation.lengths.empty()) line["length_generalization"] = length_metrics_json(evaluation.lengths[m]);
+MetricsLine metrics_line(const Evaluation& evaluation, int64_t m, const MemberSpec& spec) {
+  MetricsLine line;
+  line.step = evaluation.step;
+  line.scheme = spec.arm;
+  line.seed = spec.seed;
+  line.seconds = evaluation.seconds;
+  line.train_loss = evaluation.train[m].loss;
+  line.train_exact = evaluation.train[m].exact;
+  line.train_token = evaluation.train[m].token;
+  line.test_loss = evaluation.test[m].loss;
+  line.test_exact = evaluation.test[m].exact;
+  line.test_token = evaluation.test[m].token;
+  line.test_exact_by_length = evaluation.test[m].exact_by_length;
+  if (!evaluation.lengths.empty()) line.length_generalization = length_metrics_of(evaluation.lengths[m]);
   return line;
 }
 
@@ -111,17 +113,18 @@ void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, con
   if (!outcome.final.rescaled.empty())
     run.length_generalization_rescaled =
         rescaled_member_json(outcome.final.rescaled, m, config.task.max_len, config.task.context);
-  nlohmann::json result = run_record_json(run);
-  result["training_step"] = outcome.training_step;
-  result["scheme"] = arm.name;  // the file contract calls an arm a scheme
-  result["positional"] = config.model.positional;
-  result["causal"] = config.model.causal;
-  result["overrides"] = arm.overrides;
-  result["model"] = config_to_json(config)["model"];  // what a reader needs to rebuild it
-  result["device"] = options.device.str();
-  result["threads"] = options.threads;
-  result["finished"] = utc_now_iso8601();
-  json_write_atomic((fs::path(dir) / "result.json").string(), result);
+  MemberResult result;
+  result.run = run;
+  result.training_step = outcome.training_step;
+  result.arm = arm.name;
+  result.positional = config.model.positional;
+  result.causal = config.model.causal;
+  result.overrides = arm.overrides;
+  result.model = config_to_json(config)["model"];
+  result.device = options.device.str();
+  result.threads = options.threads;
+  result.finished = utc_now_iso8601();
+  json_write_atomic((fs::path(dir) / "result.json").string(), nlohmann::json(result));
 }
 
 }  // namespace
@@ -187,7 +190,7 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
 
   auto on_evaluation = [&](const Evaluation& evaluation) {
     for (int64_t m = 0; m < M; ++m)
-      jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(), metrics_line(evaluation, m, specs[m]));
+      jsonl_append((fs::path(dirs[m]) / "metrics.jsonl").string(), nlohmann::json(metrics_line(evaluation, m, specs[m])));
     learned_path.record(evaluation.step);
     if (options.progress.on_evaluation)
       options.progress.on_evaluation({position, evaluation.step, evaluation.seconds, test_exact_by_scheme(evaluation, specs)});

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "report/run_info.h"
+#include "records/run_info.h"
 #include "study/study.h"
 #include "train/trainer.h"
 

@@ -2,12 +2,13 @@
 
 #include "compat/torch_compat.h"
 #include "model/cpu_variant.h"
-#include "report/files.h"
+#include "util/atomic_files.h"
 
 namespace copytask {
 namespace fs = std::filesystem;
 
 StudyRecord::StudyRecord(const fs::path& study_dir, const StudyOptions& options) {
+  run_info_stamp(info_);
   info_.command = options.command_line;
   info_.device = options.device.str();
   info_.libtorch = torch_version_string();
@@ -47,6 +48,6 @@ void StudyRecord::finish(const std::string& status, const std::string& error) {
   write();
 }
 
-void StudyRecord::write() const { json_write_atomic(path_.string(), run_info_json(info_)); }
+void StudyRecord::write() const { json_write_atomic(path_.string(), nlohmann::json(info_)); }
 
 }  // namespace copytask

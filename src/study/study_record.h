@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "report/run_info.h"
+#include "records/run_info.h"
 #include "study/study.h"
 
 namespace copytask {

@@ -4,7 +4,7 @@
 
 #include <torch/serialize.h>
 
-#include "report/files.h"
+#include "util/atomic_files.h"
 
 namespace copytask {
 

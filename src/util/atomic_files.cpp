@@ -1,4 +1,4 @@
-#include "report/files.h"
+#include "util/atomic_files.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,7 @@
 #pragma once
-// run.json: what ran, where and how it ended (version, git commit, LibTorch version,
-// device, threads, start and end time, exit status).
+// run.json (and a shard's shards/<i>-of-<n>.json): what ran, where and how it ended
+// (version, git commit, LibTorch version, device, threads, start and end time, exit status,
+// the batches and the steps they trained on). One to_json and one from_json.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ struct BatchRecord {
 };
 
 struct RunInfo {
+  std::string version, git_commit, host;  // which copytask ran where: run_info_stamp fills them
   std::string command;      // the command line, to rerun it
   std::string device;       // "cpu", "cuda:0"
   std::string libtorch;     // LibTorch's version, and cpu the machine's CPU model: filled by the
@@ -34,10 +36,19 @@ struct RunInfo {
   std::vector<BatchRecord> batches;          // in the order they trained
   // The records of earlier invocations into the same folder (a resumed study), oldest
   // first, so that rerunning keeps when and where the members already there were trained.
+  // Kept as they were written: an older copytask's record, or {"unreadable": why}.
   nlohmann::json earlier_runs = nlohmann::json::array();
 };
 
-nlohmann::json run_info_json(const RunInfo& info);
+// Fills version, git_commit and host from this program and machine.
+void run_info_stamp(RunInfo& info);
+
+// The file also holds "training_step": the step every batch ran on, or the distinct ones
+// comma-separated when batches differ, null before any batch ran (derived from batches).
+void to_json(nlohmann::json& json, const RunInfo& info);
+// Every field defaults when absent (a record from an older copytask, or a shard's record
+// that has not got that far); throws nlohmann::json::exception on a field of another type.
+void from_json(const nlohmann::json& json, RunInfo& info);
 
 // The earlier_runs for a new record at `path`: the record already there (and its own
 // earlier runs), oldest first; empty when there is none. A record that cannot be read is
