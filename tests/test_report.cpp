@@ -161,6 +161,7 @@ json summary(double a, double b) {
 
 ReportInputs fixture() {
   ReportInputs in;
+  json results_file, positional_file;  // the files as written, then read through their records
   in.config = json::parse(R"({
     "task": {"vocab_size": 6, "context": 4, "min_len": 1, "max_len": 2, "examples": 40, "test_fraction": 0.25, "seed": 0},
     "model": {"positional": "sinusoidal", "causal": false, "embed": 8, "heads": 1, "blocks": 2, "hidden": 16, "dropout": 0.1},
@@ -178,7 +179,7 @@ ReportInputs fixture() {
       {kHostile, "alibi", true, 0.4321, 0.5678}, {"rope", "rope", false, 0.9876, 0.9912},
       {"learned", "learned", false, 0.9611, 0.9733}};
   for (const auto& [name, positional, causal, a, b] : schemes) {
-    json& entry = in.results["schemes"][name];
+    json& entry = results_file["schemes"][name];
     entry["runs"] = json::array({run_entry(0, a), run_entry(1, b)});
     entry["test_exact"] = summary(a, b);
     for (const char* key : {"test_token", "train_exact", "train_token", "final_loss"}) entry[key] = summary(0.9, 0.95);
@@ -208,21 +209,21 @@ ReportInputs fixture() {
   }
   const json square = json::parse("[[1, 0.5, -0.25, -1], [0.5, 1, 0.5, -0.25], [-0.25, 0.5, 1, 0.5], [-1, -0.25, 0.5, 1]]");
   const json points = json::parse("[[-1.5, 0.2], [-0.5, -0.4], [0.5, -0.3], [1.5, 0.5]]");
-  in.positional = {{"context", 4}};
+  positional_file = {{"context", 4}};
   json alibi_run = {{"seed", 0}};
   alibi_run["slopes"] = json::array({0.5});
   alibi_run["bias"] = json::array({bias});
   alibi_run["bias_by_distance"] = {{"distance", json::array({-3, -2, -1, 0, 1, 2, 3})},
                                    {"heads", json::array({json::array({-1.5, -1.0, -0.5, 0.0, -0.5, -1.0, -1.5})})}};
-  in.positional["schemes"][kHostile] = {{"positional", "alibi"}, {"causal", true}};
-  in.positional["schemes"][kHostile]["runs"] = json::array({alibi_run});
+  positional_file["schemes"][kHostile] = {{"positional", "alibi"}, {"causal", true}};
+  positional_file["schemes"][kHostile]["runs"] = json::array({alibi_run});
 
   json rope_run = {{"seed", 0}};
   rope_run["relative_kernel"]["distance"] = json::array({-3, -2, -1, 0, 1, 2, 3});
   rope_run["relative_kernel"]["score"] = json::array({0.1, 0.4, 0.8, 1.0, 0.8, 0.4, 0.1});
   rope_run["relative_kernel"]["head_dim"] = 8;
-  in.positional["schemes"]["rope"] = {{"positional", "rope"}, {"causal", false}};
-  in.positional["schemes"]["rope"]["runs"] = json::array({rope_run});
+  positional_file["schemes"]["rope"] = {{"positional", "rope"}, {"causal", false}};
+  positional_file["schemes"]["rope"]["runs"] = json::array({rope_run});
 
   json learned_run = {{"seed", 0}};
   learned_run["vectors"]["dot"] = square;
@@ -232,8 +233,10 @@ ReportInputs fixture() {
   learned_run["path"] = json::array();
   learned_run["path"].push_back({{"step", 20}, {"points", json::parse("[[0,0],[0.1,0],[0.2,0],[0.3,0]]")}});
   learned_run["path"].push_back({{"step", 40}, {"points", points}});
-  in.positional["schemes"]["learned"] = {{"positional", "learned"}, {"causal", false}};
-  in.positional["schemes"]["learned"]["runs"] = json::array({learned_run});
+  positional_file["schemes"]["learned"] = {{"positional", "learned"}, {"causal", false}};
+  positional_file["schemes"]["learned"]["runs"] = json::array({learned_run});
+  in.results = results_file.get<StudyResults>();
+  in.positional = positional_file.get<PositionalStudy>();
   return in;
 }
 
@@ -315,9 +318,9 @@ TEST(Report, LengthGeneralizationChartWithTheTrainedMaximumMarked) {
                            : json{{"exact", 0.125}, {"token", 0.25}};
     return json{{"train_max_len", 2}, {"positions_trained", 4}, {"by_length", by_length}};
   };
-  in.results["schemes"]["rope"]["runs"][0]["length_generalization"] = lengths(0.5, false);
-  in.results["schemes"]["rope"]["runs"][1]["length_generalization"] = lengths(0.25, false);
-  in.results["schemes"]["learned"]["runs"][0]["length_generalization"] = lengths(0.0, true);
+  in.results->schemes["rope"].runs[0].length_generalization = lengths(0.5, false);
+  in.results->schemes["rope"].runs[1].length_generalization = lengths(0.25, false);
+  in.results->schemes["learned"].runs[0].length_generalization = lengths(0.0, true);
   const std::string page = report_html(in);
   EXPECT_EQ(check_well_formed(page), "");
   const std::string chart = svg_with(page, "class=\"chart length-generalization\"");
@@ -416,7 +419,7 @@ TEST(Report, SchemeOrderFollowsResultsThenConfig) {
   };
   auto [rope, learned] = order_in(report_html(in));
   EXPECT_LT(rope, learned) << "config order: rope before learned";
-  in.results["scheme_order"] = {"learned", kHostile, "rope"};
+  in.results->scheme_order = {"learned", kHostile, "rope"};
   std::tie(rope, learned) = order_in(report_html(in));
   EXPECT_GT(rope, learned) << "results.json scheme_order wins";
 }
@@ -424,7 +427,7 @@ TEST(Report, SchemeOrderFollowsResultsThenConfig) {
 TEST(Report, IncompleteStudyIsSaid) {
   ReportInputs in = fixture();
   EXPECT_EQ(report_html(in).find("Incomplete study"), std::string::npos);
-  in.results["complete"] = {{"runs", 5}, {"expected", 6}, {"missing", json::array({"rope/1"})}};
+  in.results->complete = {5, 6, {"rope/1"}};
   const std::string page = report_html(in);
   EXPECT_NE(page.find("Incomplete study: 5 of 6 runs recorded; missing: rope/1."), std::string::npos);
 }
@@ -443,9 +446,9 @@ TEST(Report, MissingOptionalFilesSayNotRecorded) {
 
 TEST(Report, UnexpectedShapesGiveANoteNotAFailure) {
   ReportInputs in = fixture();
-  in.results["schemes"]["rope"]["runs"] = "not a list";
+  in.results->schemes["rope"].summaries["test_exact"] = "not a summary";
   in.attention["schemes"]["rope"]["probes"][0]["attention"] = 3;
-  in.positional["schemes"]["learned"]["runs"][0]["vectors"]["cosine"] = json::parse("[[\"x\"]]");
+  in.positional->schemes["learned"].runs[0]["vectors"]["cosine"] = json::parse("[[\"x\"]]");
   std::string page;
   ASSERT_NO_THROW(page = report_html(in));
   EXPECT_EQ(check_well_formed(page), "");
@@ -471,9 +474,9 @@ TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
   const ReportInputs in = fixture();
   write(dir / "config.json", in.config.dump());
   write(dir / "run.json", json(*in.run).dump());
-  write(dir / "results.json", in.results.dump());
+  write(dir / "results.json", json(*in.results).dump());
   write(dir / "attention.json", in.attention.dump());
-  write(dir / "positional.json", in.positional.dump());
+  write(dir / "positional.json", json(*in.positional).dump());
   std::string metrics;
   for (const auto& line : in.metrics) metrics += json(line).dump() + "\n";
   write(dir / "metrics.jsonl", metrics + "{\"step\": 60, \"sch");  // a crash mid-append: skipped
@@ -515,7 +518,16 @@ TEST(ReportWrite, RefusesAFolderWithoutConfigOrWithBadJson) {
   } catch (const std::runtime_error& error) {
     EXPECT_NE(std::string(error.what()).find("results.json"), std::string::npos) << error.what();
   }
-  write(dir / "results.json", "{}");
+  // Valid JSON that is not of results.json's record: named, with how to mend it.
+  write(dir / "results.json", R"({"schemes": {"rope": {"runs": "not a list"}}})");
+  try {
+    report_html_write(dir.string(), (dir / "r.html").string());
+    FAIL() << "a results.json of another shape must throw";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("results.json is not of its record's shape"), std::string::npos)
+        << error.what();
+  }
+  write(dir / "results.json", R"({"schemes": {}})");
   const std::string good_line = json(fixture().metrics.front()).dump();
   write(dir / "metrics.jsonl", good_line + "\nnot json\n" + good_line + "\n");
   try {

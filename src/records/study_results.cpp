@@ -34,9 +34,6 @@ void to_json(nlohmann::json& json, const StudyResults& results) {
 void from_json(const nlohmann::json& json, StudyResults& results) {
   results.schemes = json.at("schemes").get<std::map<std::string, SchemeResults>>();
   results.scheme_order = json.value("scheme_order", std::vector<std::string>());
-  // An older results.json without an order: the arms as the file lists them.
-  if (results.scheme_order.empty())
-    for (const auto& [name, scheme] : results.schemes) results.scheme_order.push_back(name);
   const nlohmann::json complete = json.value("complete", nlohmann::json::object());
   results.complete.runs = complete.value("runs", int64_t{0});
   results.complete.expected = complete.value("expected", int64_t{0});

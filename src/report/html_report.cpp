@@ -98,13 +98,15 @@ json read_optional(const fs::path& path) { return fs::exists(path) ? read_json_f
 
 // metrics.jsonl, one object per line. A last line without its newline is what a crash
 // mid-append leaves (the file is append-only); it is skipped, any other bad line is an error.
-// A run record (run.json, a shard's record) through its typed form.
-RunInfo run_record_read(const json& record, const fs::path& path) {
+// A study file through its typed record (records/); throws naming the file and how to mend it.
+template <typename Record>
+Record record_read(const json& file, const fs::path& path) {
   try {
-    return record.get<RunInfo>();
+    return file.get<Record>();
   } catch (const json::exception& error) {
-    throw std::runtime_error(path.string() + " is not a run record (" + error.what() +
-                             "); delete it (the study's numbers are in its members) and report again");
+    throw std::runtime_error(path.string() + " is not of its record's shape (" + error.what() +
+                             "); collect the study again from its members (copytask report on the folder), "
+                             "or restore the file");
   }
 }
 
@@ -175,17 +177,19 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
   ReportInputs inputs;
   inputs.study = study_dir;
   inputs.config = read_json_file(config);
-  if (const json run = read_optional(dir / "run.json"); !run.is_null()) inputs.run = run_record_read(run, dir / "run.json");
-  inputs.results = read_optional(dir / "results.json");
+  if (const json run = read_optional(dir / "run.json"); !run.is_null()) inputs.run = record_read<RunInfo>(run, dir / "run.json");
+  if (const json results = read_optional(dir / "results.json"); !results.is_null())
+    inputs.results = record_read<StudyResults>(results, dir / "results.json");
   inputs.attention = read_optional(dir / "attention.json");
-  inputs.positional = read_optional(dir / "positional.json");
+  if (const json positional = read_optional(dir / "positional.json"); !positional.is_null())
+    inputs.positional = record_read<PositionalStudy>(positional, dir / "positional.json");
   inputs.metrics = read_metrics(dir / "metrics.jsonl");
   if (fs::is_directory(dir / "shards")) {
     std::vector<fs::path> shards;
     for (const auto& entry : fs::directory_iterator(dir / "shards"))
       if (entry.is_regular_file() && entry.path().extension() == ".json") shards.push_back(entry.path());
     std::sort(shards.begin(), shards.end());
-    for (const auto& shard : shards) inputs.shard_runs.push_back(run_record_read(read_json_file(shard), shard));
+    for (const auto& shard : shards) inputs.shard_runs.push_back(record_read<RunInfo>(read_json_file(shard), shard));
   }
   file_write_atomic(out_file, report_html(inputs));
 }

@@ -371,30 +371,29 @@ std::string values_block(const json& run) {
 }  // namespace
 
 std::string section_positional(const StudyView& view) {
-  const json& positional = view.inputs().positional;
+  const auto& positional = view.inputs().positional;
   const std::string title = "Positional encodings";
-  if (positional.is_null())
+  if (!positional)
     return section("positional", title, not_recorded("positional.json", "no positional encodings to show."));
-  const json* schemes = member(positional, "schemes");
   std::string content;
   for (size_t s = 0; s < view.schemes().size(); ++s) {
     const std::string& name = view.schemes()[s];
-    const json* entry = schemes ? member(*schemes, name) : nullptr;
-    if (!entry) continue;
-    const json* runs = member(*entry, "runs");
+    const auto entry = positional->schemes.find(name);
+    if (entry == positional->schemes.end()) continue;
+    const std::vector<json>& runs = entry->second.runs;
     const bool causal = view.causal(name);
     const std::string kind = view.positional(name);
     std::string heading = "<span class=\"swatch\" style=\"background:" + html::escape(view.colour(name)) + "\"></span>" +
                           html::escape(name);
     std::string sub = kind.empty() ? "" : kind;
     if (causal) sub += sub.empty() ? "causal" : ", causal";
-    if (!runs || !runs->is_array() || runs->empty()) {
+    if (runs.empty()) {
       content += html::element("h3", "", heading) + note("No run recorded.");
       continue;
     }
-    const json& run = (*runs)[0];
+    const json& run = runs[0];
     sub += (sub.empty() ? "" : " \u00b7 ") + std::string("seed ") + display_at(run, "seed") +
-           " (first of " + std::to_string(runs->size()) + ")";
+           " (first of " + std::to_string(runs.size()) + ")";
     content += html::element("h3", "", heading + html::text_element("span", " class=\"sub\"", sub));
     const std::string id = "chart-positional-" + id_part(name, s);
     std::string body;

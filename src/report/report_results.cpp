@@ -13,9 +13,11 @@ namespace copytask::report {
 using nlohmann::json;
 
 namespace {
-const json* scheme_results(const StudyView& view, const std::string& scheme) {
-  const json* schemes = member(view.inputs().results, "schemes");
-  return schemes ? member(*schemes, scheme) : nullptr;
+const SchemeResults* scheme_results(const StudyView& view, const std::string& scheme) {
+  const auto& results = view.inputs().results;
+  if (!results) return nullptr;
+  const auto found = results->schemes.find(scheme);
+  return found == results->schemes.end() ? nullptr : &found->second;
 }
 
 std::vector<std::string> schemes_with_results(const StudyView& view) {
@@ -72,15 +74,12 @@ std::string section_overview(const StudyView& view) {
   }
 
   std::string warnings;
-  if (const json* complete = member(in.results, "complete")) {
-    const double runs = number_at(*complete, "runs"), expected = number_at(*complete, "expected");
-    const json* missing = member(*complete, "missing");
-    const bool has_missing = (missing && missing->is_array() && !missing->empty()) ||
-                             (std::isfinite(runs) && std::isfinite(expected) && runs < expected);
-    if (has_missing) {
+  if (in.results) {
+    const StudyCompleteness& complete = in.results->complete;
+    const double runs = static_cast<double>(complete.runs), expected = static_cast<double>(complete.expected);
+    if (!complete.missing.empty() || runs < expected) {
       std::string list;
-      if (missing && missing->is_array())
-        for (const auto& name : *missing) list += (list.empty() ? "" : ", ") + display(name);
+      for (const auto& name : complete.missing) list += (list.empty() ? "" : ", ") + name;
       warnings += html::element(
           "p", " class=\"warning incomplete\"",
           html::escape("Incomplete study: " + html::compact(runs) + " of " + html::compact(expected) +
@@ -118,13 +117,13 @@ std::string section_overview(const StudyView& view) {
 // ---- Accuracy -----------------------------------------------------------------------------------
 
 std::string section_accuracy(const StudyView& view) {
-  if (view.inputs().results.is_null())
+  if (!view.inputs().results)
     return section("accuracy", "Accuracy", not_recorded("results.json", "no accuracy to show."));
   std::vector<charts::DotBar> bars;
   std::vector<std::vector<Cell>> summary_rows, run_rows;
   for (const auto& name : schemes_with_results(view)) {
-    const json& scheme = *scheme_results(view, name);
-    const json* exact = member(scheme, "test_exact");
+    const SchemeResults& scheme = *scheme_results(view, name);
+    const json* exact = member(scheme.summaries, "test_exact");
     const json empty = json::object();
     const json& s = exact ? *exact : empty;
     charts::DotBar bar;
@@ -136,22 +135,19 @@ std::string section_accuracy(const StudyView& view) {
     bar.tip = name + ": mean test exact-match " + html::fixed(bar.mean, 4) + " over " +
               html::compact(number_at(s, "n")) + " seed(s)" +
               (bar.ci95 ? ", 95% CI [" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]" : "");
-    if (const json* runs = member(scheme, "runs"); runs && runs->is_array()) {
-      for (const auto& run : *runs) {
-        const double seed = number_at(run, "seed");
-        const double value = number_at(run, "test_exact");
-        bar.points.emplace_back(name + ", seed " + html::compact(seed) + ": test exact-match " + html::fixed(value, 4),
-                                value);
-        run_rows.push_back({scheme_cell(view, name), number_cell(seed, 0), number_cell(value, 4),
-                            number_cell(number_at(run, "test_token"), 4), number_cell(number_at(run, "train_exact"), 4),
-                            number_cell(number_at(run, "train_token"), 4), number_cell(number_at(run, "final_loss"), 4),
-                            number_cell(number_at(run, "test_loss"), 4), number_cell(number_at(run, "steps"), 0),
-                            number_cell(number_at(run, "seconds"), 1), number_cell(number_at(run, "batch_members"), 0)});
-      }
+    for (const RunRecord& run : scheme.runs) {
+      const double seed = static_cast<double>(run.seed);
+      bar.points.emplace_back(name + ", seed " + html::compact(seed) + ": test exact-match " + html::fixed(run.test_exact, 4),
+                              run.test_exact);
+      run_rows.push_back({scheme_cell(view, name), number_cell(seed, 0), number_cell(run.test_exact, 4),
+                          number_cell(run.test_token, 4), number_cell(run.train_exact, 4),
+                          number_cell(run.train_token, 4), number_cell(run.final_loss, 4),
+                          number_cell(run.test_loss, 4), number_cell(static_cast<double>(run.steps), 0),
+                          number_cell(run.seconds, 1), number_cell(static_cast<double>(run.batch_members), 0)});
     }
     bars.push_back(bar);
     auto mean_of = [&scheme](const char* key) {
-      const json* summary = member(scheme, key);
+      const json* summary = member(scheme.summaries, key);
       return summary ? number_at(*summary, "mean") : NAN;
     };
     summary_rows.push_back({scheme_cell(view, name), text_cell(view.positional(name)),
@@ -287,29 +283,31 @@ struct ByLength {
   std::set<int> lengths;
 };
 
-// Every run's per-length table (table_of: the run's {"<k>": entry} object, or null), each
-// entry's value (value_of; NaN to leave the entry out), over every scheme with results.
-ByLength collect_by_length(const StudyView& view, const std::function<const json*(const json&)>& table_of,
-                           const std::function<double(const json&)>& value_of) {
+// Each run's (length, value) pairs (values_of), over every scheme with results; a value
+// that is not finite (a skipped length) is left out.
+ByLength collect_by_length(const StudyView& view,
+                           const std::function<std::vector<std::pair<int, double>>(const RunRecord&)>& values_of) {
   ByLength out;
-  for (const auto& name : schemes_with_results(view)) {
-    const json* runs = member(*scheme_results(view, name), "runs");
-    if (!runs || !runs->is_array()) continue;
-    for (const auto& run : *runs) {
-      const json* table = table_of(run);
-      if (!table || !table->is_object()) continue;
-      for (const auto& item : table->items()) {
-        int length = 0;
-        try {
-          length = std::stoi(item.key());
-        } catch (const std::exception&) {
-          continue;
-        }
-        const double value = value_of(item.value());
+  for (const auto& name : schemes_with_results(view))
+    for (const RunRecord& run : scheme_results(view, name)->runs)
+      for (const auto& [length, value] : values_of(run)) {
         if (!std::isfinite(value)) continue;
         out.lengths.insert(length);
         out.values[name][length].push_back(value);
       }
+  return out;
+}
+
+// The "exact" of each entry of a per-length object ({"by_length": {"<k>": {"exact", ...}}},
+// a run's length_generalization or one rescaling of it); NaN where skipped.
+std::vector<std::pair<int, double>> exact_by_length(const json* lengths) {
+  std::vector<std::pair<int, double>> out;
+  const json* by_length = lengths ? member(*lengths, "by_length") : nullptr;
+  if (!by_length || !by_length->is_object()) return out;
+  for (const auto& item : by_length->items()) {
+    try {
+      out.emplace_back(std::stoi(item.key()), number_at(item.value(), "exact"));
+    } catch (const std::exception&) {
     }
   }
   return out;
@@ -364,11 +362,14 @@ charts::Axes length_axes(const ByLength& data, const std::string& y_label) {
 }  // namespace
 
 std::string section_by_length(const StudyView& view) {
-  if (view.inputs().results.is_null())
+  if (!view.inputs().results)
     return section("by-length", "Test exact-match by content length", not_recorded("results.json", "nothing to show."));
-  const ByLength data = collect_by_length(
-      view, [](const json& run) { return member(run, "test_exact_by_length"); },
-      [](const json& value) { return number(&value); });
+  const ByLength data = collect_by_length(view, [](const RunRecord& run) {
+    std::vector<std::pair<int, double>> out;
+    for (size_t k = 0; k < run.test_exact_by_length.size(); ++k)
+      if (run.test_exact_by_length[k] >= 0) out.emplace_back(static_cast<int>(k), run.test_exact_by_length[k]);
+    return out;
+  });
   if (data.values.empty())
     return section("by-length", "Test exact-match by content length",
                    note("results.json has no test_exact_by_length for any run."));
@@ -394,14 +395,9 @@ std::string rescalings_block(const StudyView& view, const ByLength& plain, const
       {"pi", "#d62728"}, {"ntk", "#2ca02c"}, {"yarn", "#9467bd"}};  // a colour per method
   std::map<std::string, ByLength> by_method;
   for (const auto& [method, colour] : methods) {
-    ByLength data = collect_by_length(
-        view,
-        [&, method = method](const json& run) -> const json* {
-          const json* rescaled = member(run, "length_generalization_rescaled");
-          const json* one = rescaled ? member(*rescaled, method) : nullptr;
-          return one ? member(*one, "by_length") : nullptr;
-        },
-        [](const json& entry) { return number_at(entry, "exact"); });
+    ByLength data = collect_by_length(view, [&, method = method](const RunRecord& run) {
+      return exact_by_length(member(run.length_generalization_rescaled, method));
+    });
     if (!data.values.empty()) by_method[method] = std::move(data);
   }
   if (by_method.empty()) return "";
@@ -448,17 +444,12 @@ std::string rescalings_block(const StudyView& view, const ByLength& plain, const
 }  // namespace
 
 std::string section_length_generalization(const StudyView& view) {
-  if (view.inputs().results.is_null()) return "";
+  if (!view.inputs().results) return "";
   double train_max_len = NAN;
-  const ByLength data = collect_by_length(
-      view,
-      [&](const json& run) -> const json* {
-        const json* lengths = member(run, "length_generalization");
-        if (!lengths) return nullptr;
-        train_max_len = number_at(*lengths, "train_max_len");
-        return member(*lengths, "by_length");
-      },
-      [](const json& entry) { return number_at(entry, "exact"); });  // NaN where skipped (a learned table's rows)
+  const ByLength data = collect_by_length(view, [&](const RunRecord& run) {
+    if (run.length_generalization.is_object()) train_max_len = number_at(run.length_generalization, "train_max_len");
+    return exact_by_length(&run.length_generalization);  // NaN where skipped (a learned table's rows)
+  });
   // Only studies that asked for it (eval.max_len) have this section.
   if (data.values.empty()) return "";
   const LengthLines lines = length_lines(view, data, "exact match over the copy", /*band=*/true);

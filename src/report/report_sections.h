@@ -1,7 +1,9 @@
 #pragma once
-// The sections of the HTML report, each built from the parsed study files. A section never
-// fails the report: a file that is missing gives a "not recorded" note, and a file whose
-// shape is unexpected gives a note saying what could not be drawn (report_html catches).
+// The sections of the HTML report, each built from the study files read through their
+// records (records/). A section never fails the report: a file that is missing gives a
+// "not recorded" note, and a part kept as JSON (a summary, a per-length entry, an analysis,
+// attention.json) whose shape is unexpected gives a note saying what could not be drawn
+// (report_html catches).
 #include <map>
 #include <string>
 #include <string_view>

@@ -58,10 +58,8 @@ StudyView::StudyView(const ReportInputs& inputs) : inputs_(inputs) {
     index_[name] = schemes_.size();
     schemes_.push_back(name);
   };
-  const json* order = member(inputs.results, "scheme_order");
-  if (order && order->is_array()) {
-    for (const auto& name : *order)
-      if (name.is_string()) add(name.get<std::string>());
+  if (inputs.results && !inputs.results->scheme_order.empty()) {
+    for (const auto& name : inputs.results->scheme_order) add(name);
   } else if (const json* compare = member(inputs.config, "compare")) {
     if (const json* schemes = member(*compare, "schemes"); schemes && schemes->is_array())
       for (const auto& scheme : *schemes)
@@ -69,9 +67,12 @@ StudyView::StudyView(const ReportInputs& inputs) : inputs_(inputs) {
   }
   // Schemes present in the files but not in the order (e.g. a `train` study's single
   // scheme) come after, so nothing recorded is silently left out.
-  for (const json* file : {&inputs.results, &inputs.attention, &inputs.positional})
-    if (const json* schemes = member(*file, "schemes"); schemes && schemes->is_object())
-      for (const auto& item : schemes->items()) add(item.key());
+  if (inputs.results)
+    for (const auto& [name, scheme] : inputs.results->schemes) add(name);
+  if (const json* schemes = member(inputs.attention, "schemes"); schemes && schemes->is_object())
+    for (const auto& item : schemes->items()) add(item.key());
+  if (inputs.positional)
+    for (const auto& [name, scheme] : inputs.positional->schemes) add(name);
   for (const auto& line : inputs.metrics) add(line.scheme);
 
   if (const json* task = member(inputs.config, "task")) {
@@ -97,16 +98,19 @@ const json* scheme_override(const json& config, const std::string& scheme, std::
   return nullptr;
 }
 
-const json* scheme_entry(const json& file, const std::string& scheme) {
-  const json* schemes = member(file, "schemes");
-  return schemes ? member(*schemes, scheme) : nullptr;
+// The scheme's entry in a typed file (results.json's or positional.json's), or nullptr.
+template <typename File>
+const auto* scheme_entry(const std::optional<File>& file, const std::string& scheme) {
+  using Entry = typename decltype(file->schemes)::mapped_type;
+  if (!file) return static_cast<const Entry*>(nullptr);
+  const auto found = file->schemes.find(scheme);
+  return found == file->schemes.end() ? static_cast<const Entry*>(nullptr) : &found->second;
 }
 }  // namespace
 
 bool StudyView::causal(const std::string& scheme) const {
-  for (const json* file : {&inputs_.results, &inputs_.positional})
-    if (const json* entry = scheme_entry(*file, scheme))
-      if (const json* flag = member(*entry, "causal"); flag && flag->is_boolean()) return flag->get<bool>();
+  if (const auto* entry = scheme_entry(inputs_.results, scheme)) return entry->causal;
+  if (const auto* entry = scheme_entry(inputs_.positional, scheme)) return entry->causal;
   if (const json* flag = scheme_override(inputs_.config, scheme, "model.causal"); flag && flag->is_boolean())
     return flag->get<bool>();
   if (const json* model = member(inputs_.config, "model"))
@@ -115,9 +119,10 @@ bool StudyView::causal(const std::string& scheme) const {
 }
 
 std::string StudyView::positional(const std::string& scheme) const {
-  for (const json* file : {&inputs_.results, &inputs_.positional})
-    if (const json* entry = scheme_entry(*file, scheme))
-      if (const json* kind = member(*entry, "positional"); kind && kind->is_string()) return kind->get<std::string>();
+  if (const auto* entry = scheme_entry(inputs_.results, scheme); entry && !entry->positional.empty())
+    return entry->positional;
+  if (const auto* entry = scheme_entry(inputs_.positional, scheme); entry && !entry->positional.empty())
+    return entry->positional;
   if (const json* kind = scheme_override(inputs_.config, scheme, "model.positional"); kind && kind->is_string())
     return kind->get<std::string>();
   return "";

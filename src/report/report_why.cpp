@@ -16,9 +16,10 @@ namespace {
 
 // A scheme's length_generalization.by_length (the mean over seeds), or nullptr.
 const json* lengths_of(const StudyView& view, const std::string& scheme, double* train_max_len) {
-  const json* schemes = member(view.inputs().results, "schemes");
-  const json* entry = schemes ? member(*schemes, scheme) : nullptr;
-  const json* lengths = entry ? member(*entry, "length_generalization") : nullptr;
+  const auto& results = view.inputs().results;
+  if (!results) return nullptr;
+  const auto entry = results->schemes.find(scheme);
+  const json* lengths = entry == results->schemes.end() ? nullptr : member(entry->second.summaries, "length_generalization");
   if (!lengths) return nullptr;
   if (train_max_len) *train_max_len = number_at(*lengths, "train_max_len");
   const json* by_length = member(*lengths, "by_length");
@@ -103,7 +104,7 @@ const std::vector<std::pair<std::string, std::string>>& error_colours() {
 }  // namespace
 
 std::string section_why(const StudyView& view) {
-  if (view.inputs().results.is_null()) return "";
+  if (!view.inputs().results) return "";
   double train_max_len = NAN;
   std::vector<charts::Series> attention_lines, entropy_lines, position_lines;
   std::vector<std::vector<Cell>> rows;
