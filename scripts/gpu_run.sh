@@ -90,7 +90,7 @@ for name in "${stages[@]}"; do
         stage test 600 "OMP_NUM_THREADS=2 $tests"
       else
         stage test 600 "cd $build && ctest --output-on-failure --timeout 300 -j 4 \
-          -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|gpu_report|compare_results)\$'"
+          -E '^(report_browser|study_scripts|bundled_dependencies|python_checkpoint_snippet|python_results_csv_snippet|gpu_report|compare_results)\$'"
       fi
       # The smoke study on both devices: the same data and dropout stream, so the same numbers
       # up to float rounding (60 Adam steps of it: token accuracy within 0.02, ten of the
