@@ -4,7 +4,7 @@
 // memory estimate counts autograd's activations where the choice makes the CPU use them.
 #include <gtest/gtest.h>
 
-#include "study/study.h"
+#include "study/study_checks.h"
 #include "task/copy_task.h"
 #include "test_util.h"
 #include "train/memory_estimate.h"

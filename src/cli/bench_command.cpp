@@ -10,7 +10,7 @@
 #include "cli/options.h"
 #include "compat/torch_compat.h"
 #include "util/atomic_files.h"
-#include "study/study.h"
+#include "study/study_checks.h"
 #include "train/bench.h"
 
 namespace copytask {

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "report/results.h"
 #include "study/study.h"
+#include "study/study_checks.h"
 
 namespace copytask {
 namespace fs = std::filesystem;

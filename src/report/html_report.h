@@ -3,38 +3,17 @@
 // page, inline SVG only (no scripts, no network, no external CSS or fonts), with the
 // accuracy per scheme and seed, the training curves, exact-match by content length, the
 // attention maps of the probes, the positional encodings, and the config and run metadata.
-#include <optional>
 #include <string>
-#include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "records/metrics_line.h"
-#include "records/positional_record.h"
-#include "records/run_info.h"
-#include "records/study_results.h"
+#include "report/report_inputs.h"
 
 namespace copytask {
-
-// The study files, parsed. A missing optional file is a null json, an empty optional or an
-// empty vector. Each study file through its typed record (records/); config.json and
-// attention.json, and the parts of a record kept as JSON (results.json's summaries, a
-// run's per-length entries, a member's positional analysis), read defensively by each
-// section: an unexpected shape there gives a note, never a failed page.
-struct ReportInputs {
-  std::string study;  // the study folder as the report was asked for it: the page's title
-  nlohmann::json config, attention;
-  std::optional<StudyResults> results;
-  std::optional<PositionalStudy> positional;
-  std::optional<RunInfo> run;
-  std::vector<RunInfo> shard_runs;
-  std::vector<MetricsLine> metrics;
-};
 
 // Reads the study files in `study_dir` (config.json, run.json, results.json, metrics.jsonl,
 // attention.json, positional.json, shards/*.json) and writes the report to `out_file`
 // atomically. Throws std::runtime_error naming the file when config.json is missing, a
-// file is not valid JSON, or a study file (or a metrics line) is not of its record's shape. Other files may be missing: their sections say "not recorded".
+// file is not valid JSON, or a study file (or a metrics line) is not of its record's
+// shape. Other files may be missing: their sections say "not recorded".
 void report_html_write(const std::string& study_dir, const std::string& out_file);
 
 // The page as a string from already-parsed inputs (for unit tests).

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/html_report.h"
+#include "report/report_inputs.h"
 
 namespace copytask::report {
 

@@ -11,7 +11,7 @@
 #include "records/study_results.h"
 #include "report/results.h"
 #include "study/member_files.h"
-#include "study/study.h"
+#include "study/study_plan.h"
 
 namespace copytask {
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // study_check_memory (study/study.h): the estimate of train/memory_estimate.h for the
 // study's data and its largest batch, against what the machine has.
 #include "compat/torch_compat.h"
-#include "study/study.h"
+#include "study/study_checks.h"
 #include "train/memory_estimate.h"
 
 namespace copytask {

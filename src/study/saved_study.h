@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/encoder.h"
-#include "study/study.h"
+#include "study/study_plan.h"
 
 namespace copytask {
 

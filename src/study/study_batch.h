@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "records/run_info.h"
-#include "study/study.h"
+#include "study/study_plan.h"
 #include "train/trainer.h"
 
 namespace copytask {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "records/run_info.h"
-#include "study/study.h"
+#include "study/study_plan.h"
 
 namespace copytask {
 
