@@ -256,6 +256,13 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
                 numbers["flops_per_second"].get<double>() / peak["flops_per_second"].get<double>(), 1e-9);
     EXPECT_FALSE(peak["clock_source"].get<std::string>().empty());
     EXPECT_NE(single.output.find("share of FMA peak"), std::string::npos) << single.output;
+    // The limit measured here (an in-register FMA loop on the step's threads, in its
+    // variant), beside the nominal one; its rate is a machine's, so only its form is checked.
+    EXPECT_GT(peak["measured_flops_per_second"].get<double>(), 0.0);
+    EXPECT_NEAR(peak["measured_share"].get<double>(),
+                numbers["flops_per_second"].get<double>() / peak["measured_flops_per_second"].get<double>(), 1e-9);
+    EXPECT_NE(peak["measured_how"].get<std::string>().find(cpu_variant_name(cpu_variant_default())), std::string::npos);
+    EXPECT_NE(single.output.find("share of measured"), std::string::npos) << single.output;
   }
   // A forced variant: the generic one runs and is recorded; one that names nothing, or that
   // this CPU lacks, stops before any work (exit 2) with what to set instead.

@@ -60,8 +60,11 @@ int bench_command_run(const BenchCommandOptions& options) {
   std::printf("tokens/s           %.0f\n", result.tokens_per_second);
   std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
               result.flops_per_second / 1e9, result.flops_per_step / 1e9);
+  if (result.measured_flops_per_second > 0)
+    std::printf("share of measured  %.1f%% of %.1f GFLOP/s measured on this machine (%s)\n", 100.0 * result.measured_share,
+                result.measured_flops_per_second / 1e9, result.measured_how.c_str());
   if (result.peak_flops_per_second > 0)
-    std::printf("share of FMA peak  %.1f%% of %.1f GFLOP/s = %lld core(s) x %.2f GHz (%s) x %.0f FLOP/cycle (%s)\n",
+    std::printf("share of FMA peak  %.1f%% of %.1f GFLOP/s nominal = %lld core(s) x %.2f GHz (%s) x %.0f FLOP/cycle (%s)\n",
                 100.0 * result.peak_share, result.peak_flops_per_second / 1e9, static_cast<long long>(result.cores),
                 result.clock_ghz, result.clock_source.c_str(), result.flop_per_cycle, result.flop_per_cycle_why.c_str());
   else if (device.is_cpu())

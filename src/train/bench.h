@@ -41,6 +41,11 @@ struct BenchResult {
   std::string flop_per_cycle_why;
   double peak_flops_per_second = 0;    // cores x clock x FLOP per cycle (0: the clock is unknown)
   double peak_share = 0;               // flops_per_second / peak_flops_per_second
+  // The limit measured on this machine (model/fma_probe.h): independent multiply-adds in
+  // registers, in the same variant, on the same threads; and the step's share of it.
+  double measured_flops_per_second = 0;
+  double measured_share = 0;
+  std::string measured_how;
 };
 
 // The floating-point work of one training step of `examples` examples (all members'
