@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plain-PyTorch baseline for copytask's speed: the notebook way, one model at a time.
+"""Plain-PyTorch baseline for copytask's speed: the notebook way, and PyTorch 2's ensembles.
 
 copytask trains many transformer "members" at once as stacked LibTorch tensors.  The
 claim to check is that it is faster than the PyTorch notebooks it replaces.  This
@@ -18,9 +18,21 @@ scripts/bench.sh runs it next to the copytask binary with the same sizes, e.g.
 and compares the JSON numbers (seconds per member-step, member-steps, examples and
 tokens per second, peak RSS).  Only the data's shapes and distribution matter here,
 so the copy-task examples are drawn with torch random ops (duplicates allowed).
+
+--form picks how the members train (PyTorch 2.x for the last two):
+  eager         one model after another, as above (the default; PyTorch 1.13 too)
+  vmap          what a PyTorch 2 user writes to train many small models at once: the
+                members of each scheme stacked with torch.func.stack_module_state and
+                trained together by vmap(grad_and_value(functional_call(...))) with
+                randomness="different" (each member its own dropout), one Adam over the
+                stacked parameters (elementwise, so each member's own Adam); members of
+                different schemes run different code, so a mixed study is one such group
+                per scheme, one after another
+  vmap-compile  the same function under torch.compile (compiled in the untimed warm-up)
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -141,6 +153,97 @@ def copy_data(N, T, V, min_len, max_len):
     return tokens, targets
 
 
+def member_scheme(args, m):
+    scheme = MIXED[m % len(MIXED)] if args.positional == "mixed" else args.positional
+    return scheme.split("+")[0], args.causal or scheme.endswith("+causal")
+
+
+def new_member(args, m, device):
+    torch.manual_seed(args.seed + 1 + m)
+    positional, causal = member_scheme(args, m)
+    model = CopyTransformer(args.vocab, args.context, args.embed, args.heads, args.blocks, args.hidden,
+                            args.dropout, positional, causal).to(device)
+    model.train()
+    return model
+
+
+def train_eager(args, tokens, targets, device, sync):
+    """Each member alone, one after another: (timed member-step seconds, first loss, last loss)."""
+    N, V = tokens.shape[0], args.vocab
+    times, first_loss, loss = [], None, None
+    for m in range(args.members):
+        model = new_member(args, m, device)
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        for step in range(args.warmup + args.steps):
+            if args.batch_size == 0:
+                x, y = tokens, targets
+            else:
+                idx = torch.randint(0, N, (args.batch_size,), device=device)
+                x, y = tokens[idx], targets[idx]
+            sync()
+            t0 = time.perf_counter()
+            logits = model(x)
+            loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sync()
+            t1 = time.perf_counter()
+            if step >= args.warmup:
+                times.append(t1 - t0)
+            if first_loss is None:
+                first_loss = loss.item()
+    return times, first_loss, loss.item()
+
+
+def train_vmap(args, tokens, targets, device, sync, compiled):
+    """The members of each scheme as one torch.func ensemble: (per member-step seconds, first
+    loss, last loss). A timed step of a group of G members counts as G member-steps."""
+    from torch.func import functional_call, grad_and_value, stack_module_state, vmap
+    N, V = tokens.shape[0], args.vocab
+    groups = {}
+    for m in range(args.members):
+        groups.setdefault(member_scheme(args, m), []).append(m)
+    times, first_loss, last_loss = [], None, None
+    for members in groups.values():
+        models = [new_member(args, m, device) for m in members]
+        params, buffers = stack_module_state(models)  # [G, ...] leaves that require grad
+        base = copy.deepcopy(models[0]).to("meta")
+
+        def loss_of(p, b, x, y):
+            logits = functional_call(base, (p, b), (x,))
+            return F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+
+        per_member_data = args.batch_size != 0  # each member draws its own minibatch
+        step_fn = vmap(grad_and_value(loss_of), in_dims=(0, 0, 0 if per_member_data else None,
+                                                         0 if per_member_data else None),
+                       randomness="different")
+        if compiled:
+            step_fn = torch.compile(step_fn)
+        opt = torch.optim.Adam(list(params.values()), lr=args.lr)
+        G = len(members)
+        for step in range(args.warmup + args.steps):
+            if per_member_data:
+                idx = torch.randint(0, N, (G, args.batch_size), device=device)
+                x, y = tokens[idx], targets[idx]  # [G, B, T]
+            else:
+                x, y = tokens, targets
+            sync()
+            t0 = time.perf_counter()
+            grads, losses = step_fn(params, buffers, x, y)
+            for name, value in params.items():
+                value.grad = grads[name]
+            opt.step()
+            sync()
+            t1 = time.perf_counter()
+            if step >= args.warmup:
+                times.extend([(t1 - t0) / G] * G)
+            if first_loss is None:
+                first_loss = losses[0].item()
+        last_loss = losses[-1].item()
+    return times, first_loss, last_loss
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--members", type=int, default=1)
@@ -163,10 +266,17 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU machine's bench)")
+    ap.add_argument("--form", default="eager", choices=["eager", "vmap", "vmap-compile"],
+                    help="how the members train (see the top of this file)")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.max_len >= args.context or args.embed % args.heads or args.steps < 1:
         ap.error("need max-len < context, heads dividing embed, steps >= 1")
+    if args.form != "eager" and not hasattr(torch, "func"):
+        ap.error(f"--form {args.form} needs PyTorch 2 (torch.func); this is {torch.__version__}: "
+                 "run it with the PyTorch 2.11 that scripts/cuda_build.sh fetches")
+    if args.form == "vmap-compile":
+        args.warmup = max(args.warmup, 2)  # the first calls compile
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -176,43 +286,17 @@ def main():
     tokens, targets = tokens.to(device), targets.to(device)
     # A step's time must include its device work: wait for it before reading the clock.
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    N = tokens.shape[0]
-    per_step = N if args.batch_size == 0 else args.batch_size
+    per_step = tokens.shape[0] if args.batch_size == 0 else args.batch_size
 
-    times, first_loss, last_loss = [], None, None
-    for m in range(args.members):
-        scheme = MIXED[m % len(MIXED)] if args.positional == "mixed" else args.positional
-        causal = args.causal or scheme.endswith("+causal")
-        torch.manual_seed(args.seed + 1 + m)
-        model = CopyTransformer(V, T, args.embed, args.heads, args.blocks, args.hidden,
-                                args.dropout, scheme.split("+")[0], causal).to(device)
-        model.train()
-        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-        for step in range(args.warmup + args.steps):
-            if args.batch_size == 0:
-                x, y = tokens, targets
-            else:
-                idx = torch.randint(0, N, (args.batch_size,), device=device)
-                x, y = tokens[idx], targets[idx]
-            sync()
-            t0 = time.perf_counter()
-            logits = model(x)
-            loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sync()
-            t1 = time.perf_counter()
-            if step >= args.warmup:
-                times.append(t1 - t0)
-            if first_loss is None:
-                first_loss = loss.item()
-        last_loss = loss.item()
+    if args.form == "eager":
+        times, first_loss, last_loss = train_eager(args, tokens, targets, device, sync)
+    else:
+        times, first_loss, last_loss = train_vmap(args, tokens, targets, device, sync, args.form == "vmap-compile")
 
     total = sum(times)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     result = {
-        "tool": "pytorch-eager",
+        "tool": "pytorch-" + args.form,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
@@ -230,7 +314,7 @@ def main():
         "last_loss": last_loss,
         "config": vars(args),
     }
-    print(f"pytorch-eager (torch {result['torch']}, {result['threads']} threads, "
+    print(f"{result['tool']} (torch {result['torch']}, {result['threads']} threads, "
           f"OMP_WAIT_POLICY={result['omp_wait_policy']}): "
           f"{args.members} member(s) x {args.steps} timed steps, {per_step} examples/step, "
           f"positional={args.positional}{' causal' if args.causal else ''}")

@@ -2,7 +2,12 @@
 # Times copytask's training step beside the plain-PyTorch baseline (scripts/baseline_pytorch.py:
 # the same model, trained one model at a time, eager, the way a notebook would), on the same
 # configs, the same machine and the same LibTorch (Debian's 1.13 under both), one after the
-# other, and prints both and their ratio. Run it on an otherwise idle machine.
+# other, and prints both and their ratio. On the quick recipe and the reference study it also
+# times the forms a PyTorch 2 user would write, on PyTorch 2.11 from PyPI (the wheel
+# scripts/cuda_build.sh fetches, once, into its cache; on the CPU here): one model after
+# another (eager), the members of each scheme as a torch.func ensemble (vmap), and that
+# ensemble under torch.compile; and prints copytask's ratio to each (TORCH2=0 skips them).
+# Run it on an otherwise idle machine.
 #   scripts/bench.sh            # the cases below, then the ratios against the targets
 #   STEPS=50 scripts/bench.sh   # more timed steps
 #   BEFORE=/tmp/old/copytask scripts/bench.sh
@@ -76,6 +81,34 @@ echo "== case 3: the reference study, full batch, 30 members (6 schemes x 5 seed
 copytask_case study --compare --config configs/reference.json --warmup 1 --steps "${STUDY_STEPS:-3}"
 "$python" scripts/baseline_pytorch.py --members 30 --positional mixed --batch-size 0 --lr 3e-4 \
   --warmup 1 --steps "${STUDY_STEPS:-3}" --json "$out/baseline_study.json"
+fi
+
+# PyTorch 2.11's peers of cases 2 and 3, in the same run.
+torch2=""
+if [ "${TORCH2:-1}" != 0 ] && { want 2 || want 3; }; then
+  if torch2=$(scripts/cuda_build.sh --wheel-only 2> "$out/torch2.err" | tail -1) && [ -x "$torch2" ]; then
+    echo "== PyTorch 2.11 peers ($torch2)"
+  else
+    echo "== PyTorch 2.11 peers skipped: $(tail -1 "$out/torch2.err")"
+    torch2=""
+  fi
+fi
+if [ -n "$torch2" ]; then
+  # A peer that fails (the vmap forms of the full-batch study hold about 20 GB) is said and
+  # left out of the table; the rest of the bench goes on. PyTorch's warnings are dropped.
+  peer() {
+    "$torch2" scripts/baseline_pytorch.py "$@" 2>&1 || echo "  this peer failed (exit $?): left out"
+  }
+  for form in eager vmap vmap-compile; do
+    if want 2; then
+      peer --form "$form" --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps "$steps" \
+        --json "$out/torch2_${form}_quick.json" | { grep -v -i "warn\|_conversion" || true; }
+    fi
+    if want 3; then
+      peer --form "$form" --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 \
+        --steps "${STUDY_STEPS:-3}" --json "$out/torch2_${form}_study.json" | { grep -v -i "warn\|_conversion" || true; }
+    fi
+  done
 fi
 
 if want 4; then
@@ -164,6 +197,22 @@ for label, key in rows:
     print(f"{label:34} {c['member_steps_per_second']:10.2f} m-s/s {b['member_steps_per_second']:10.2f} m-s/s "
           f"{ratio:6.2f}x   {c['peak_rss_mib']:9.0f} MiB {b['peak_rss_mib']:9.0f} MiB {target}")
     print(f"{'':34} CPU kernels {kernel(c)}")
+torch2_forms = [("eager", "one model after another"), ("vmap", "torch.func vmap, per scheme"),
+                ("vmap-compile", "the same under torch.compile")]
+if any(have(f"torch2_{form}_{key}.json") for form, _ in torch2_forms for key in ("quick", "study")):
+    print()
+    print(f"{'PyTorch 2.11 peer':34} {'case':>16} {'peer':>16} {'copytask':>16} {'ratio':>7}")
+    for key, case in (("quick", "quick, 18"), ("study", "study, 30")):
+        if not have(f"copytask_{key}.json"):
+            continue
+        c = load(f"copytask_{key}.json")
+        for form, label in torch2_forms:
+            if not have(f"torch2_{form}_{key}.json"):
+                continue
+            p = load(f"torch2_{form}_{key}.json")
+            ratio = c["member_steps_per_second"] / p["member_steps_per_second"]
+            print(f"{label:34} {case:>16} {p['member_steps_per_second']:10.2f} m-s/s "
+                  f"{c['member_steps_per_second']:10.2f} m-s/s {ratio:6.2f}x")
 if have("copytask_relative.json"):
     relative = load("copytask_relative.json")
     print(f"{'relative biases, batch 128, ' + str(relative['members']):34} {relative['member_steps_per_second']:10.2f} m-s/s "

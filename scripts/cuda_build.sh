@@ -8,6 +8,8 @@
 #   scripts/cuda_build.sh --bundle DIR    the same, then DIR: what the GPU machine needs to run
 #                                         with no build there (DIR/run; docs/gpu.md)
 #   scripts/cuda_build.sh --no-test ...   skip the test suite
+#   scripts/cuda_build.sh --wheel-only    only fetch the wheel (once) and print its python's path
+#                                         last: scripts/bench.sh's PyTorch 2.11 (CPU) peers
 #
 # The wheel is fetched with pip into a virtual environment outside the repository,
 # ${COPYTASK_CACHE:-~/.cache/copytask}/torch-2.11.0-cu130 (about 4.6 GB installed), once: a
@@ -20,25 +22,31 @@ torch_version=2.11.0
 cuda_version=13.0
 bundle=""
 run_tests=1
+wheel_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=${2:?--bundle needs a folder}; shift 2 ;;
     --no-test) run_tests=0; shift ;;
-    *) echo "cuda_build: unknown argument '$1' (--bundle DIR, --no-test)" >&2; exit 2 ;;
+    --wheel-only) wheel_only=1; shift ;;
+    *) echo "cuda_build: unknown argument '$1' (--bundle DIR, --no-test, --wheel-only)" >&2; exit 2 ;;
   esac
 done
 
 say() { echo "cuda_build: $*"; }
 fail() { echo "cuda_build: FAILED: $*" >&2; exit 1; }
 
-command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
-  fail "nvcc is not on PATH nor in /usr/local/cuda/bin: the CUDA build needs the CUDA 13 toolkit"
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ "$wheel_only" = 0 ]; then
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+    fail "nvcc is not on PATH nor in /usr/local/cuda/bin: the CUDA build needs the CUDA 13 toolkit"
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 
-# Debian's packages the build and the suite use (CLI11, nlohmann/json, spdlog, GoogleTest,
-# the suite's browser, Python and Slurm), patchelf for the bundle; only what is missing.
-scripts/setup.sh patchelf chromium chromium-driver python3-selenium python3-pil python3-torch parallel \
-  munge slurmctld slurmd slurm-client > /dev/null
+  # Debian's packages the build and the suite use (CLI11, nlohmann/json, spdlog, GoogleTest,
+  # the suite's browser, Python, pandas and Slurm), patchelf for the bundle; only what is missing.
+  scripts/setup.sh patchelf chromium chromium-driver python3-selenium python3-pil python3-torch python3-pandas \
+    parallel munge slurmctld slurmd slurm-client > /dev/null
+else
+  scripts/setup.sh python3-venv > /dev/null
+fi
 
 # 1. The wheel, in its cache.
 cache=${COPYTASK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/copytask}
@@ -66,6 +74,7 @@ else
   wheel_ok || fail "pip installed a torch that is not $torch_version for CUDA $cuda_version: $("$python" -c 'import torch; print(torch.__version__, torch.version.cuda)')"
   say "fetched in $((SECONDS - start)) s: $(du -sh "$venv" | cut -f1) installed"
 fi
+if [ "$wheel_only" = 1 ]; then echo "$python"; exit 0; fi
 torch_dir=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 abi=$("$python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null)
 [ "$abi" = 1 ] || fail "this wheel uses the old C++ ABI; copytask's dependencies (Debian's) use the new one"
