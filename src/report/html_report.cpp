@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <functional>
 #include <stdexcept>
 
@@ -96,11 +97,10 @@ json read_json_file(const fs::path& path) {
 
 json read_optional(const fs::path& path) { return fs::exists(path) ? read_json_file(path) : json(); }
 
-// metrics.jsonl, one object per line. A last line without its newline is what a crash
-// mid-append leaves (the file is append-only); it is skipped, any other bad line is an error.
 // A study file through its typed record (records/); throws naming the file and how to mend it.
 template <typename Record>
-Record record_read(const json& file, const fs::path& path) {
+Record record_read(const fs::path& path) {
+  const json file = read_json_file(path);
   try {
     return file.get<Record>();
   } catch (const json::exception& error) {
@@ -110,6 +110,15 @@ Record record_read(const json& file, const fs::path& path) {
   }
 }
 
+// record_read of a file that may be missing: empty then.
+template <typename Record>
+std::optional<Record> optional_record_read(const fs::path& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  return record_read<Record>(path);
+}
+
+// metrics.jsonl, one object per line. A last line without its newline is what a crash
+// mid-append leaves (the file is append-only); it is skipped, any other bad line is an error.
 std::vector<MetricsLine> read_metrics(const fs::path& path) {
   std::vector<MetricsLine> lines;
   if (!fs::exists(path)) return lines;
@@ -177,19 +186,17 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
   ReportInputs inputs;
   inputs.study = study_dir;
   inputs.config = read_json_file(config);
-  if (const json run = read_optional(dir / "run.json"); !run.is_null()) inputs.run = record_read<RunInfo>(run, dir / "run.json");
-  if (const json results = read_optional(dir / "results.json"); !results.is_null())
-    inputs.results = record_read<StudyResults>(results, dir / "results.json");
+  inputs.run = optional_record_read<RunInfo>(dir / "run.json");
+  inputs.results = optional_record_read<StudyResults>(dir / "results.json");
   inputs.attention = read_optional(dir / "attention.json");
-  if (const json positional = read_optional(dir / "positional.json"); !positional.is_null())
-    inputs.positional = record_read<PositionalStudy>(positional, dir / "positional.json");
+  inputs.positional = optional_record_read<PositionalStudy>(dir / "positional.json");
   inputs.metrics = read_metrics(dir / "metrics.jsonl");
   if (fs::is_directory(dir / "shards")) {
     std::vector<fs::path> shards;
     for (const auto& entry : fs::directory_iterator(dir / "shards"))
       if (entry.is_regular_file() && entry.path().extension() == ".json") shards.push_back(entry.path());
     std::sort(shards.begin(), shards.end());
-    for (const auto& shard : shards) inputs.shard_runs.push_back(record_read<RunInfo>(read_json_file(shard), shard));
+    for (const auto& shard : shards) inputs.shard_runs.push_back(record_read<RunInfo>(shard));
   }
   file_write_atomic(out_file, report_html(inputs));
 }
