@@ -29,15 +29,19 @@ struct LoadedBatch {
   std::vector<torch::Tensor> tokens, targets;
 };
 
-LoadedBatch loaded_batch(const std::vector<Fixture>& fixtures) {
-  const int64_t M = static_cast<int64_t>(fixtures.size());
-  const EncoderShape shape = shape_of(fixtures[0].json["config"]);
+// One member per fixture, each with its fixture's scheme, mask and options.
+std::vector<MemberSpec> fixture_members(const std::vector<Fixture>& fixtures) {
   std::vector<MemberSpec> members;
   for (const auto& fixture : fixtures) {
     const auto& config = fixture.json["config"];
     members.push_back({fixture.name, 0, config["positional"], config["causal"], options_of(config)});
   }
-  LoadedBatch out{Encoder(shape, members, torch::kCPU), {}, {}};
+  return members;
+}
+
+LoadedBatch loaded_batch(const std::vector<Fixture>& fixtures) {
+  const int64_t M = static_cast<int64_t>(fixtures.size());
+  LoadedBatch out{Encoder(shape_of(fixtures[0].json["config"]), fixture_members(fixtures), torch::kCPU), {}, {}};
   Encoder& model = out.model;
   {
     torch::NoGradGuard no_grad;
@@ -87,11 +91,7 @@ TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
   const int64_t M = static_cast<int64_t>(fixtures.size());
   const EncoderShape shape = shape_of(fixtures[0].json["config"]);
-  std::vector<MemberSpec> members;
-  for (const auto& fixture : fixtures) {
-    const auto& config = fixture.json["config"];
-    members.push_back({fixture.name, 0, config["positional"], config["causal"], options_of(config)});
-  }
+  const std::vector<MemberSpec> members = fixture_members(fixtures);
   // Every registered scheme and option has fixtures, and every scheme with the causal mask on
   // and (where it is defined) off.
   for (const auto& name : positional_names()) {
