@@ -4,7 +4,6 @@
 // the numbers of its training, and resumed after a member was lost.
 #include <filesystem>
 #include <optional>
-#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 
 #include "autograd_only_scheme.h"
 #include "cli_util.h"
+#include "study_util.h"
 #include "study/saved_study.h"
 #include "study/study.h"
 #include "task/copy_task.h"
@@ -24,18 +24,9 @@ namespace fs = std::filesystem;
 using test::read_json;
 
 void study_train(const fs::path& out) {
-  std::vector<std::string> overrides;
-  std::istringstream tiny(test::kTiny);  // the CLI tests' tiny study: 30 steps of 2 seeds
-  for (std::string item; tiny >> item;) overrides.push_back(item);
-  overrides.push_back(std::string("compare.schemes=[{\"name\": \"sqrt\", \"model.positional\": \"") +
-                      test::kAutogradOnlyScheme + "\"}, {\"name\": \"sin\", \"model.positional\": \"sinusoidal\"}]");
-  const Config base = config_resolve(std::nullopt, overrides);
-  StudyOptions options;
-  options.command = "compare";
-  options.out_dir = out.string();
-  options.device = torch::kCPU;
-  options.threads = torch::get_num_threads();
-  study_run(base, study_arms_for_compare(base), options);
+  test::tiny_study_train(std::string("[{\"name\": \"sqrt\", \"model.positional\": \"") + test::kAutogradOnlyScheme +
+                             "\"}, {\"name\": \"sin\", \"model.positional\": \"sinusoidal\"}]",
+                         out);
 }
 
 TEST(AutogradOnlyScheme, TrainsApartEvaluatesAndResumesThroughTheStudy) {

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "cli_util.h"
+#include "study_util.h"
 #include "study/study.h"
 
 namespace copytask {
@@ -298,22 +299,9 @@ nlohmann::json member_numbers(const fs::path& member) {
 }
 
 TEST(Study, AMemberTrainsToTheSameBitsAloneAndBesideAMemberOnAnotherStep) {
-  std::vector<std::string> overrides;
-  std::istringstream tiny(kTiny);  // the CLI tests' tiny study: 30 steps of 2 seeds
-  for (std::string item; tiny >> item;) overrides.push_back(item);
   const std::string sinusoidal = R"({"name": "sin", "model.positional": "sinusoidal"})";
   const std::string rope_on_autograd = R"({"name": "rope-autograd", "model.positional": "rope", "train.step": "autograd"})";
-  auto trained = [&](const std::string& schemes, const fs::path& out) {
-    std::vector<std::string> study_overrides = overrides;
-    study_overrides.push_back("compare.schemes=" + schemes);
-    const Config base = config_resolve(std::nullopt, study_overrides);
-    StudyOptions options;
-    options.command = "compare";
-    options.out_dir = out.string();
-    options.device = torch::kCPU;
-    options.threads = torch::get_num_threads();
-    study_run(base, study_arms_for_compare(base), options);
-  };
+  const auto trained = test::tiny_study_train;
   const fs::path alone = fresh_dir("neighbour-alone"), beside = fresh_dir("neighbour-beside");
   trained("[" + sinusoidal + "]", alone);
   // RoPE first: were the arms batched together, the batch would take its step (autograd).
