@@ -123,6 +123,64 @@ COPYTASK_INLINE void store_vec(float* p, Vec v) {
   *reinterpret_cast<Unaligned*>(p) = v;
 }
 
+// A tile's partial last vector, the first `width` < W lanes of a row: how each variant loads
+// (the other lanes 0) and stores it. The generic target goes through a small buffer (above);
+// x86-64-v3 and x86-64-v4 mask the lanes in one instruction (AVX's vmaskmovps; AVX-512's
+// k-masked moves), which touch no float past `width`. Through the buffer, the partial
+// vectors were about a sixth of the products' instructions (a loop per lane, and a vector
+// load from floats just stored one by one, which the CPU cannot forward). The masked moves
+// are inline assembly: the intrinsics carry their target, which the templates below (shared
+// by the three variants) lack, and GCC refuses to inline them there. The stored floats are
+// declared read and written ("+m"), so no earlier store to them can be dropped.
+struct PartialsThroughBuffer {
+  template <class Vec>
+  static COPYTASK_INLINE int64_t mask(int64_t width) { return width; }
+  template <class Vec>
+  static COPYTASK_INLINE Vec load(const float* p, int64_t width) { return load_partial<Vec>(p, width); }
+  template <class Vec>
+  static COPYTASK_INLINE void store(float* p, Vec v, int64_t width) { store_partial(p, v, width); }
+};
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+typedef int32_t Int8 __attribute__((vector_size(32)));
+// AVX (x86-64-v3): 8 lanes, the mask's lanes negative where the lane is kept.
+struct PartialsMaskedAvx {
+  template <class Vec>
+  static COPYTASK_INLINE Int8 mask(int64_t width) {
+    static_assert(sizeof(Vec) == 32, "AVX masks 8-lane vectors");
+    const Int8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    return lane < (Int8{} + static_cast<int32_t>(width));
+  }
+  template <class Vec>
+  static COPYTASK_INLINE Vec load(const float* p, Int8 mask) {
+    Vec v;
+    asm("vmaskmovps %1, %2, %0" : "=x"(v) : "m"(*reinterpret_cast<const float(*)[8]>(p)), "x"(mask));
+    return v;
+  }
+  template <class Vec>
+  static COPYTASK_INLINE void store(float* p, Vec v, Int8 mask) {
+    asm("vmaskmovps %2, %1, %0" : "+m"(*reinterpret_cast<float(*)[8]>(p)) : "x"(mask), "x"(v));
+  }
+};
+// AVX-512 (x86-64-v4): 8 or 16 lanes under a mask register.
+struct PartialsMaskedAvx512 {
+  template <class Vec>
+  static COPYTASK_INLINE uint16_t mask(int64_t width) { return static_cast<uint16_t>((1u << width) - 1); }
+  template <class Vec>
+  static COPYTASK_INLINE Vec load(const float* p, uint16_t mask) {
+    constexpr int W = sizeof(Vec) / sizeof(float);
+    Vec v;
+    asm("vmovups %1, %0%{%2%}%{z%}" : "=v"(v) : "m"(*reinterpret_cast<const float(*)[W]>(p)), "Yk"(mask));
+    return v;
+  }
+  template <class Vec>
+  static COPYTASK_INLINE void store(float* p, Vec v, uint16_t mask) {
+    constexpr int W = sizeof(Vec) / sizeof(float);
+    asm("vmovups %1, %0%{%2%}" : "+m"(*reinterpret_cast<float(*)[W]>(p)) : "v"(v), "Yk"(mask));
+  }
+};
+#endif
+
 // One small matrix product: rows r < rows of C = (or +=, or = bias +) A @ B, where A's
 // element (r, k) is A[r * a_row + k * a_red] (so A may be read transposed), B's row k starts
 // at B + k * b_row and C's row r at C + r * c_row (so either may be a head's columns of a
@@ -151,17 +209,17 @@ enum class TileStart { zero, accumulate, bias };
 // The start (0, C or the bias) is a template argument and the partial vector known at compile
 // time, so that the compiler keeps the tile in registers from the first load to the last
 // store (with the start chosen inside, it kept the tile on the stack around the loop).
-template <class Vec, int R, int NV, bool Partial, TileStart Start>
+template <class Vec, class Partials, int R, int NV, bool Partial, TileStart Start>
 COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int64_t o) {
   constexpr int W = sizeof(Vec) / sizeof(float);
-  const int64_t last_width = Partial ? p.O - o - W * (NV - 1) : W;
+  const auto last = Partials::template mask<Vec>(Partial ? p.O - o - W * (NV - 1) : W);  // the last vector's lanes
   auto full = [&](int v) { return !Partial || v < NV - 1; };
   Vec acc[R][NV];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < NV; ++v) {
       const float* from = Start == TileStart::accumulate ? C + r * p.c_row + o + W * v : p.bias + o + W * v;
       if constexpr (Start == TileStart::zero) acc[r][v] = Vec{};
-      else acc[r][v] = full(v) ? load_vec<Vec>(from) : load_partial<Vec>(from, last_width);
+      else acc[r][v] = full(v) ? load_vec<Vec>(from) : Partials::template load<Vec>(from, last);
     }
   const float* b_k = p.B + o;
   for (int64_t k = 0; k < p.K; ++k, b_k += p.b_row) {
@@ -176,32 +234,32 @@ COPYTASK_INLINE void matmul_tile(const Product& p, const float* A, float* C, int
     for (int v = 0; v < NV; ++v) {
       float* out = C + r * p.c_row + o + W * v;
       if (full(v)) store_vec(out, acc[r][v]);
-      else store_partial(out, acc[r][v], last_width);
+      else Partials::store(out, acc[r][v], last);
     }
 }
 
 // The tile with its start chosen once, outside it.
-template <class Vec, int R, int NV, bool Partial>
+template <class Vec, class Partials, int R, int NV, bool Partial>
 COPYTASK_INLINE void matmul_tile_started(const Product& p, const float* A, float* C, int64_t o) {
-  if (p.accumulate) matmul_tile<Vec, R, NV, Partial, TileStart::accumulate>(p, A, C, o);
-  else if (p.bias) matmul_tile<Vec, R, NV, Partial, TileStart::bias>(p, A, C, o);
-  else matmul_tile<Vec, R, NV, Partial, TileStart::zero>(p, A, C, o);
+  if (p.accumulate) matmul_tile<Vec, Partials, R, NV, Partial, TileStart::accumulate>(p, A, C, o);
+  else if (p.bias) matmul_tile<Vec, Partials, R, NV, Partial, TileStart::bias>(p, A, C, o);
+  else matmul_tile<Vec, Partials, R, NV, Partial, TileStart::zero>(p, A, C, o);
 }
 
 // Rows r < R of C from A's and C's row pointers: whole tiles of MaxNV vectors, then one of
 // the vectors left, the last partial when O is not a multiple of W.
-template <class Vec, int R, int MaxNV>
+template <class Vec, class Partials, int R, int MaxNV>
 COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
   constexpr int W = sizeof(Vec) / sizeof(float);
   int64_t o = 0;
-  for (; o + W * MaxNV <= p.O; o += W * MaxNV) matmul_tile_started<Vec, R, MaxNV, false>(p, A, C, o);
+  for (; o + W * MaxNV <= p.O; o += W * MaxNV) matmul_tile_started<Vec, Partials, R, MaxNV, false>(p, A, C, o);
   const int64_t left = p.O - o;
   if (left == 0) return;
   const int64_t vectors = (left + W - 1) / W;
   const bool partial = left % W != 0;
   auto tile = [&](auto nv) COPYTASK_KERNEL_BODY {
-    if (partial) matmul_tile_started<Vec, R, decltype(nv)::value, true>(p, A, C, o);
-    else matmul_tile_started<Vec, R, decltype(nv)::value, false>(p, A, C, o);
+    if (partial) matmul_tile_started<Vec, Partials, R, decltype(nv)::value, true>(p, A, C, o);
+    else matmul_tile_started<Vec, Partials, R, decltype(nv)::value, false>(p, A, C, o);
   };
   if constexpr (MaxNV >= 4) if (vectors == 3) return tile(std::integral_constant<int, 3>{});
   if constexpr (MaxNV >= 3) if (vectors == 2) return tile(std::integral_constant<int, 2>{});
@@ -212,20 +270,20 @@ COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
 // Every row of C in tiles of Vec: blocks of five rows where they divide the rows and four do
 // not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; up to MaxNV vectors a
 // tile (x86-64-v3: R x 2 of the 16 AVX2 registers; x86-64-v4: R x 4 of the 32 AVX-512 ones).
-template <class Vec, int MaxNV>
+template <class Vec, class Partials, int MaxNV>
 COPYTASK_INLINE void matmul_blocks(const Product& p) {
   auto A = [&](int64_t r) { return p.A + r * p.a_row; };
   auto C = [&](int64_t r) { return p.C + r * p.c_row; };
   int64_t r = 0;
   if (p.rows % 5 == 0 && p.rows % 4 != 0) {
-    for (; r < p.rows; r += 5) matmul_rows<Vec, 5, MaxNV>(p, A(r), C(r));
+    for (; r < p.rows; r += 5) matmul_rows<Vec, Partials, 5, MaxNV>(p, A(r), C(r));
     return;
   }
-  for (; r + 4 <= p.rows; r += 4) matmul_rows<Vec, 4, MaxNV>(p, A(r), C(r));
+  for (; r + 4 <= p.rows; r += 4) matmul_rows<Vec, Partials, 4, MaxNV>(p, A(r), C(r));
   switch (p.rows - r) {
-    case 3: matmul_rows<Vec, 3, MaxNV>(p, A(r), C(r)); break;
-    case 2: matmul_rows<Vec, 2, MaxNV>(p, A(r), C(r)); break;
-    case 1: matmul_rows<Vec, 1, MaxNV>(p, A(r), C(r)); break;
+    case 3: matmul_rows<Vec, Partials, 3, MaxNV>(p, A(r), C(r)); break;
+    case 2: matmul_rows<Vec, Partials, 2, MaxNV>(p, A(r), C(r)); break;
+    case 1: matmul_rows<Vec, Partials, 1, MaxNV>(p, A(r), C(r)); break;
     default: break;
   }
 }
@@ -240,14 +298,14 @@ COPYTASK_INLINE void matmul_blocks(const Product& p) {
 __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void matmul_x86_64_v4(
     const Product& p) {
   const int64_t lanes8 = (p.O + 7) / 8 * 8, lanes16 = (p.O + 15) / 16 * 16;
-  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, 4>(p);
-  else matmul_blocks<Vec16, 4>(p);
+  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, PartialsMaskedAvx512, 4>(p);
+  else matmul_blocks<Vec16, PartialsMaskedAvx512, 4>(p);
 }
 __attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(const Product& p) {
-  matmul_blocks<Vec8, 2>(p);
+  matmul_blocks<Vec8, PartialsMaskedAvx, 2>(p);
 }
 #endif
-__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, 2>(p); }
+__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, PartialsThroughBuffer, 2>(p); }
 
 // The product in the variant of the tag Lanes. Every B is followed by kSlack readable floats.
 template <class Lanes>
