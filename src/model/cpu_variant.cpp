@@ -92,14 +92,11 @@ CpuVariant cpu_variant_widest() {
 }
 
 CpuVariant cpu_variant_default() {
-  // The runnable variant of the highest FMA throughput, the narrower on a tie: on AMD family
-  // 19h (Zen 4) AVX-512's peak is AVX2's, and x86-64-v3 was measured as fast there.
-  CpuVariant best = CpuVariant::generic;
-  for (CpuVariant variant : {CpuVariant::x86_64_v3, CpuVariant::x86_64_v4})
-    if (cpu_variant_missing(variant).empty() &&
-        cpu_fma_peak_per_cycle(variant).flop_per_cycle > cpu_fma_peak_per_cycle(best).flop_per_cycle)
-      best = variant;
-  return best;
+  // The widest: even on AMD family 19h (Zen 4), whose AVX-512 peak is AVX2's, x86-64-v4 is
+  // the faster since its partial vectors are masked moves (vmaskmovps on x86-64-v3 is not
+  // as cheap there): the reference study's step 20.5 against 17.8 member-steps/s
+  // (docs/performance.md).
+  return cpu_variant_widest();
 }
 
 CpuVariant cpu_variant_active() {

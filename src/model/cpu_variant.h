@@ -2,11 +2,10 @@
 // Which compiled variant of the CPU kernels runs: the fused step (model/fused_cpu.cpp) and
 // the positional hooks' kernels (model/hooks, model/schemes) are each compiled for
 // x86-64-v4 (AVX-512 F, BW, DQ, VL: 16-wide registers), x86-64-v3 (AVX2, FMA: 8-wide)
-// and the generic x86-64 target, in one binary. By default the kernels run the variant of
-// the highest FMA throughput this CPU can run, the narrower on a tie: x86-64-v4 where the
-// CPU has AVX-512 with 512-bit FMA pipes, x86-64-v3 where it has AVX2 (and on AMD family
-// 19h, Zen 4, whose AVX-512 runs on 256-bit pipes: measured as fast, docs/performance.md),
-// else generic. COPYTASK_CPU_KERNEL (or cpu_variant_set, for the tests) forces one. A
+// and the generic x86-64 target, in one binary. By default the kernels run the widest
+// variant this CPU can run: x86-64-v4 where the CPU has AVX-512 (on AMD family 19h, Zen 4,
+// too, whose AVX-512 runs on 256-bit pipes: measured faster there, docs/performance.md),
+// x86-64-v3 where it has AVX2, else generic. COPYTASK_CPU_KERNEL (or cpu_variant_set, for the tests) forces one. A
 // variant is bit-identical across thread counts, like each was before; the variants agree
 // within float rounding.
 #include <string>
@@ -28,8 +27,7 @@ std::string cpu_variant_missing(CpuVariant variant);
 // The widest variant this CPU can run.
 CpuVariant cpu_variant_widest();
 
-// What runs unless a variant is forced ("auto"): the runnable variant of the highest FMA
-// peak per cycle (cpu_fma_peak_per_cycle), the narrower on a tie.
+// What runs unless a variant is forced ("auto"): the widest this CPU can run.
 CpuVariant cpu_variant_default();
 
 // The variant the kernels run: set by cpu_variant_set, else COPYTASK_CPU_KERNEL, else the
