@@ -142,23 +142,23 @@ struct PartialsThroughBuffer {
 };
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-typedef int32_t Int8 __attribute__((vector_size(32)));
+typedef int32_t Int32x8 __attribute__((vector_size(32)));
 // AVX (x86-64-v3): 8 lanes, the mask's lanes negative where the lane is kept.
 struct PartialsMaskedAvx {
   template <class Vec>
-  static COPYTASK_INLINE Int8 mask(int64_t width) {
+  static COPYTASK_INLINE Int32x8 mask(int64_t width) {
     static_assert(sizeof(Vec) == 32, "AVX masks 8-lane vectors");
-    const Int8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    return lane < (Int8{} + static_cast<int32_t>(width));
+    const Int32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    return lane < (Int32x8{} + static_cast<int32_t>(width));
   }
   template <class Vec>
-  static COPYTASK_INLINE Vec load(const float* p, Int8 mask) {
+  static COPYTASK_INLINE Vec load(const float* p, Int32x8 mask) {
     Vec v;
     asm("vmaskmovps %1, %2, %0" : "=x"(v) : "m"(*reinterpret_cast<const float(*)[8]>(p)), "x"(mask));
     return v;
   }
   template <class Vec>
-  static COPYTASK_INLINE void store(float* p, Vec v, Int8 mask) {
+  static COPYTASK_INLINE void store(float* p, Vec v, Int32x8 mask) {
     asm("vmaskmovps %2, %1, %0" : "+m"(*reinterpret_cast<float(*)[8]>(p)) : "x"(mask), "x"(v));
   }
 };

@@ -5,9 +5,9 @@
 // and the generic x86-64 target, in one binary. By default the kernels run the widest
 // variant this CPU can run: x86-64-v4 where the CPU has AVX-512 (on AMD family 19h, Zen 4,
 // too, whose AVX-512 runs on 256-bit pipes: measured faster there, docs/performance.md),
-// x86-64-v3 where it has AVX2, else generic. COPYTASK_CPU_KERNEL (or cpu_variant_set, for the tests) forces one. A
-// variant is bit-identical across thread counts, like each was before; the variants agree
-// within float rounding.
+// x86-64-v3 where it has AVX2, else generic. COPYTASK_CPU_KERNEL (or cpu_variant_set, for
+// the tests) forces one. A variant is bit-identical across thread counts, like each was
+// before; the variants agree within float rounding.
 #include <string>
 #include <vector>
 
