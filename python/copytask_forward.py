@@ -67,10 +67,11 @@ Options of several schemes:
     length_scale length_scale false (every scheme): m[l, h, i] = scale[l, h] * ln(n_i),
                  n_i = i + 1 (causal) or T (bidirectional); positional.length_scale.scale (L, H)
 
-Randomized positions (model["random_positions"] = L > 0): this script places every token at
-0..T-1, not at the sorted random subset of 0..L-1 that copytask draws in training and
-evaluation, so its logits for such a member are not copytask's (the member was never
-trained at exactly 0..T-1). Use copytask eval or predict for those members.
+Position IDs (model["position_ids"], L = model["position_range"]): by default this script
+places every token at 0..T-1, which is where copytask evaluates an `offset` member. A
+`coupled` member is evaluated with each output at its source's ID and a `random` one at a
+sorted random subset of 0..L-1: give those IDs (B, T) as `ids` (copytask eval and predict
+compute them), or its logits are not copytask's.
 """
 
 import os
@@ -81,8 +82,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # copytask_ref 
 from copytask_ref.checkpoint import model_from_checkpoint  # noqa: E402
 
 
-def forward(params, model, tokens):
-    """logits (B, T, V) and each block's attention (B, H, T, T) for tokens (B, T)."""
+def forward(params, model, tokens, ids=None):
+    """logits (B, T, V) and each block's attention (B, H, T, T) for tokens (B, T), each token
+    at its position ID ids (B, T) when given (all below model["position_range"])."""
     member = model_from_checkpoint(params, model, tokens.shape[1])
+    if ids is not None:
+        member.place_at_ids(ids, int(model["position_range"]))
     logits, attention = member(tokens)                 # (B, T, V), (L, B, H, T, T)
     return logits, list(attention.unbind(0))

@@ -199,19 +199,64 @@ TEST(Config, SchemeOptionsAreReadAndChecked) {
   expect_rejected({"model.fire_threshold=-3"}, {"model.fire_threshold"});
   EXPECT_EQ(learned_rows(o, 10), 10) << "the learned table's rows default to the context";
   PositionalOptions random = o;
-  random.random_positions = 64;
-  EXPECT_EQ(learned_rows(random, 10), 64) << "or to L under randomized positions";
-  expect_rejected({"model.random_positions=5"}, {"model.random_positions = 5", "10..4096"});
-  expect_rejected({"model.random_positions=20", "eval.max_len=12"}, {"model.random_positions = 20", "25..4096", "eval.max_len = 12"});
-  expect_rejected({"model.positional=none", "model.random_positions=20"}, {"model.random_positions", "reads none"});
-  expect_rejected({"model.positional=learned", "model.random_positions=20", "model.learned_positions=12"},
-                  {"model.learned_positions = 12", "at least model.random_positions = 20"});
+  random.position_ids = "random";
+  random.position_range = 64;
+  EXPECT_EQ(learned_rows(random, 10), 64) << "or to L under position IDs";
   expect_rejected({"model.learned_positions=-1"}, {"model.learned_positions", "1..8192"});
   expect_rejected({"model.positional=learned", "model.learned_positions=5"},
                   {"model.learned_positions = 5", "fewer rows than task.context = 10"});
 }
 
 // Length generalization's keys: off by default, resolved and checked.
+// model.position_ids and its range L: the default L is the longest evaluated context, each
+// scheme of a study its own; every bad value or combination refused naming the key; the
+// old model.random_positions read as position_ids = random, never written.
+TEST(Config, PositionIdsTheirRangeAndTheOldKey) {
+  const Config plain = config_resolve(std::nullopt, {});
+  EXPECT_EQ(plain.model.positional_options.position_ids, "sequential");
+  EXPECT_EQ(plain.model.positional_options.position_range, 0);
+  for (const std::string kind : {"random", "offset", "coupled"}) {
+    const Config c = config_resolve(std::nullopt, {"model.positional=rope", "model.position_ids=" + kind});
+    EXPECT_EQ(c.model.positional_options.position_range, 10) << kind << ": the training context by default";
+    const Config longer = config_resolve(std::nullopt, {"model.positional=rope", "model.position_ids=" + kind, "eval.max_len=12"});
+    EXPECT_EQ(longer.model.positional_options.position_range, 25) << kind << ": the longest evaluated context (2 x 12 + 1)";
+  }
+  // A scheme of a study with a longer context takes its own default, not the base's.
+  const Config study = config_resolve(
+      std::nullopt, {"model.positional=rope", "model.position_ids=offset",
+                     "compare.schemes=[{\"name\": \"a\"}, {\"name\": \"b\", \"task.context\": 16}, "
+                     "{\"name\": \"c\", \"task.context\": 16, \"model.position_range\": 30}]"});
+  EXPECT_EQ(config_for_scheme(study, study.compare.schemes[0]).model.positional_options.position_range, 10);
+  EXPECT_EQ(config_for_scheme(study, study.compare.schemes[1]).model.positional_options.position_range, 16);
+  EXPECT_EQ(config_for_scheme(study, study.compare.schemes[2]).model.positional_options.position_range, 30);
+
+  expect_rejected({"model.position_ids=shifted"}, {"model.position_ids", "sequential, random, offset or coupled"});
+  expect_rejected({"model.position_ids=offset", "model.position_range=5"}, {"model.position_range = 5", "10..4096"});
+  expect_rejected({"model.position_ids=coupled", "model.position_range=20", "eval.max_len=12"},
+                  {"model.position_range = 20", "25..4096", "eval.max_len = 12"});
+  expect_rejected({"model.position_range=20"}, {"model.position_range = 20", "applies with model.position_ids"});
+  expect_rejected({"model.positional=none", "model.position_ids=offset"}, {"model.position_ids", "reads none"});
+  expect_rejected({"model.positional=fox", "model.position_ids=coupled"}, {"model.position_ids", "reads none"});
+  expect_rejected({"model.positional=learned", "model.position_ids=random", "model.position_range=20",
+                   "model.learned_positions=12"},
+                  {"model.learned_positions = 12", "at least model.position_range = 20"});
+  expect_rejected({"model.positional=xpos", "model.causal=true", "model.position_ids=coupled"}, {"xpos", "coupled", "offset"});
+  EXPECT_NO_THROW(config_resolve(std::nullopt, {"model.positional=xpos", "model.causal=true", "model.position_ids=offset"}));
+
+  // The old key: L > 0 is position_ids = random with range L; 0 sets nothing; never written.
+  const Config old = config_resolve(std::nullopt, {"model.positional=rope", "model.random_positions=32"});
+  EXPECT_EQ(old.model.positional_options.position_ids, "random");
+  EXPECT_EQ(old.model.positional_options.position_range, 32);
+  EXPECT_FALSE(config_to_json(old)["model"].contains("random_positions"));
+  EXPECT_EQ(config_from_json(config_to_json(old)).model.positional_options, old.model.positional_options);
+  const Config zero = config_resolve(std::nullopt, {"model.positional=rope", "model.position_ids=offset", "model.random_positions=0"});
+  EXPECT_EQ(zero.model.positional_options.position_ids, "offset");
+  expect_rejected({"model.positional=rope", "model.position_ids=coupled", "model.random_positions=32"},
+                  {"model.random_positions = 32", "old form", "model.position_ids = coupled"});
+  expect_rejected({"model.positional=rope", "model.position_ids=random", "model.position_range=24", "model.random_positions=32"},
+                  {"model.random_positions = 32", "model.position_range = 24"});
+}
+
 TEST(Config, EvalKeysForLengthGeneralization) {
   const Config defaults = config_resolve(std::nullopt, {});
   EXPECT_EQ(defaults.eval.max_len, 0) << "off unless asked for";
@@ -400,6 +445,7 @@ TEST(Config, TheFieldTableReadsAndWritesEveryKey) {
   for (const auto& field : config_fields()) {
     EXPECT_TRUE(field_keys.insert(field.key).second) << field.key << " is listed twice";
     EXPECT_FALSE(field.meaning.empty()) << field.key;
+    if (field.old_form) field_keys.erase(field.key);  // read, never written
   }
   EXPECT_EQ(json_keys, field_keys);
 

@@ -170,7 +170,7 @@ TEST(Cuda, EvaluationEqualsTheTrainingLoopsLastEvaluation) {
 
 // The training step captured as a CUDA graph and replayed gives the numbers of the same
 // step run uncaptured: losses and parameters after the warm-up, the capture and 9 replays,
-// with dropout (its step count on the device), randomized positions (copied in before each
+// with dropout (its step count on the device), position IDs (copied in before each
 // replay), a changing learning rate (Adam's on the device), a full batch and minibatches.
 TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
   COPYTASK_REQUIRE_CUDA();
@@ -179,8 +179,11 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
   const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
   std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"learned", 1, "learned", false},
                                      {"t5", 2, "t5", false},    {"fire", 3, "fire", false},
-                                     {"alibi", 4, "alibi", true}, {"sinusoidal+random", 5, "sinusoidal", false}};
-  members.back().options.random_positions = 24;
+                                     {"alibi", 4, "alibi", true}, {"sinusoidal+random", 5, "sinusoidal", false},
+                                     {"rope+coupled", 6, "rope", false}};
+  members[5].options.position_ids = "random";
+  members[6].options.position_ids = "coupled";
+  members[5].options.position_range = members[6].options.position_range = 24;
   for (int64_t batch_size : {0, 32}) {
     TrainConfig train;
     train.batch_size = batch_size;

@@ -102,14 +102,18 @@ TrainData small_task(int64_t examples) {
 }
 
 // The device step, uncaptured on the CPU, trains as the AutogradStep: the same
-// batches, dropout masks, randomized positions and schedule, so the same losses and
+// batches, dropout masks, position IDs and schedule, so the same losses and
 // parameters up to float rounding (the two Adams round alike; the check allows 1e-5).
 void expect_trains_like_the_autograd_step(int64_t batch_size) {
   const TrainData data = small_task(150);  // 135 train examples: a full batch is one chunk
   std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"learned", 1, "learned", false},
                                      {"t5", 2, "t5", false},    {"alibi", 3, "alibi", true},
-                                     {"sinusoidal+random", 4, "sinusoidal", false}};
-  members.back().options.random_positions = 24;
+                                     {"sinusoidal+random", 4, "sinusoidal", false}, {"rope+coupled", 5, "rope", false},
+                                     {"t5+offset", 6, "t5", true}};
+  members[4].options.position_ids = "random";
+  members[5].options.position_ids = "coupled";
+  members[6].options.position_ids = "offset";
+  for (size_t m = 4; m < members.size(); ++m) members[m].options.position_range = 24;
   TrainConfig train;
   train.batch_size = batch_size;
   Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);

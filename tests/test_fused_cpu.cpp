@@ -9,15 +9,18 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "cpu_variants.h"
 #include "model/fused_cpu.h"
 #include "model/hooks/registry.h"
-#include "model/random_positions.h"
+#include "model/position_ids.h"
 #include "task/copy_task.h"
+#include "task/task_kind.h"
 #include "test_util.h"
+#include "train/train_data.h"
 #include "train/trainer.h"
 
 namespace copytask {
@@ -348,69 +351,82 @@ TEST(FusedCpuTraining, TheDefaultVariantIsTheWidestRunnable) {
 namespace copytask {
 namespace {
 
-// Randomized positions on the fused step: every scheme that reads positions (and one
-// member without them, batched beside), each example at its own sorted positions of
-// 0..39, gives autograd's loss and every gradient through the gathered tables.
-TEST_P(FusedCpu, RandomizedPositionsGiveAutogradsLossAndGradients) {
-  std::vector<MemberSpec> members;
-  for (auto member : with_heads(every_scheme_members(), 2)) {
-    member.options.random_positions = 40;
-    if (!test::positional_runs(member.positional, member.options, member.causal, test::small_shape())) continue;  // reads no positions
-    if (member.positional == "learned") member.options.learned_positions = 40;
-    members.push_back(member);
+// Copy-task inputs (M, B, T) of the small shape: each member its own examples (a coupled
+// member reads its outputs' sources from them).
+torch::Tensor copy_inputs(int64_t M, int64_t B) {
+  TaskConfig task;
+  task.examples = 400;
+  const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs;  // (N, T)
+  torch::manual_seed(23);
+  return rows.index_select(0, torch::randint(0, rows.size(0), {M * B}, torch::kLong)).view({M, B, rows.size(1)});  // (M, B, T)
+}
+
+// Position IDs on the fused step, for each kind (random, offset, coupled): every scheme that
+// reads positions and takes the kind (and members at 0..T-1 batched beside), each example
+// at its own IDs of 0..39, gives autograd's loss and every gradient through the gathered
+// tables, and the same forward pass at the evaluation IDs.
+TEST_P(FusedCpu, PositionIdsOfEveryKindGiveAutogradsLossAndGradients) {
+  for (const std::string kind : {"random", "offset", "coupled"}) {
+    std::vector<MemberSpec> members;
+    for (auto member : with_heads(every_scheme_members(), 2)) {
+      member.options.position_ids = kind;
+      member.options.position_range = 40;
+      if (!test::positional_runs(member.positional, member.options, member.causal, test::small_shape())) continue;  // refuses the kind
+      if (member.positional == "learned") member.options.learned_positions = 40;
+      members.push_back(member);
+    }
+    members.push_back({"sinusoidal-plain", 20, "sinusoidal", false, {}});  // 0..T-1 beside them
+    // A plain learned table has T rows, fewer than the batch's 40: the batch pads it.
+    members.push_back({"learned-plain", 21, "learned", false, {}});
+    Encoder model(test::small_shape(0.1), members, torch::kCPU);
+    const int64_t M = model->member_count(), B = 37;
+    auto inputs = copy_inputs(M, B);
+    auto targets = test::random_tokens(M, B, test::small_shape(), 22);
+    const DropoutMasks masks = model->dropout_masks(B);
+    const torch::Tensor positions = model->training_positions(inputs);  // (M, B, T)
+    ASSERT_TRUE(positions.defined());
+    EXPECT_EQ(model->table_positions(10), 40);
+
+    model->zero_grad();
+    auto reference_losses = member_losses(model->forward(inputs, &masks, nullptr, positions), targets);  // (M)
+    reference_losses.sum().backward();
+    const StepResult reference{reference_losses.detach(), gradients_of(model)};
+
+    model->zero_grad();
+    const PositionalTables tables = model->positional_tables(40);
+    PositionalTables table_grads;
+    auto losses = fused_cpu_loss_backward(*model, tables, inputs, targets, &masks, &table_grads, positions);
+    model->positional_backward(tables, table_grads);
+    const StepResult fused{losses, gradients_of(model)};
+
+    EXPECT_LT(test::max_abs_diff(reference.loss, fused.loss), 1e-5) << kind;
+    std::string where;
+    const double worst = worst_relative_gradient_difference(reference, fused, &where);
+    std::printf("  position IDs %-8s %2lld members: loss diff %.1e, worst relative gradient diff %.1e (%s)\n", kind.c_str(),
+                static_cast<long long>(M), test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
+    EXPECT_LT(worst, 1e-4) << kind << " " << where;
+
+    // The plain learned member trains in this batch as it does alone (its T rows, padded).
+    {
+      Encoder alone(test::small_shape(0.1), std::vector<MemberSpec>{members.back()}, torch::kCPU);
+      const DropoutMasks alone_masks = alone->dropout_masks(B);
+      const PositionalTables alone_tables = alone->positional_tables(10);
+      PositionalTables alone_grads;
+      auto alone_loss = fused_cpu_loss_backward(*alone, alone_tables, inputs.narrow(0, M - 1, 1),
+                                                targets.narrow(0, M - 1, 1), &alone_masks, &alone_grads);
+      EXPECT_LT(std::abs(alone_loss[0].item<double>() - fused.loss[M - 1].item<double>()), 1e-5) << kind;
+    }
+
+    // The forward passes agree too, at the evaluation IDs.
+    const torch::Tensor at = model->evaluation_positions(inputs, 0);
+    torch::NoGradGuard no_grad;
+    const auto fused_at = fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, at);
+    EXPECT_LT(test::max_abs_diff(fused_at, model->forward(inputs, nullptr, nullptr, at)), 1e-4) << kind;
+    // And other IDs give other logits: the IDs are used.
+    EXPECT_GT(test::max_abs_diff(fused_at, fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, positions)),
+              1e-3)
+        << kind;
   }
-  members.push_back({"sinusoidal-plain", 20, "sinusoidal", false, {}});  // 0..T-1 beside them
-  // A plain learned table has T rows, fewer than the batch's 40: the batch pads it.
-  members.push_back({"learned-plain", 21, "learned", false, {}});
-  Encoder model(test::small_shape(0.1), members, torch::kCPU);
-  const int64_t M = model->member_count(), B = 37;
-  auto inputs = test::random_tokens(M, B, test::small_shape(), 21);
-  auto targets = test::random_tokens(M, B, test::small_shape(), 22);
-  const DropoutMasks masks = model->dropout_masks(B);
-  const torch::Tensor positions = model->training_positions(B, 10);  // (M, B, T)
-  ASSERT_TRUE(positions.defined());
-  EXPECT_EQ(model->table_positions(10), 40);
-
-  model->zero_grad();
-  auto reference_losses = member_losses(model->forward(inputs, &masks, nullptr, positions), targets);  // (M)
-  reference_losses.sum().backward();
-  const StepResult reference{reference_losses.detach(), gradients_of(model)};
-
-  model->zero_grad();
-  const PositionalTables tables = model->positional_tables(40);
-  PositionalTables table_grads;
-  auto losses = fused_cpu_loss_backward(*model, tables, inputs, targets, &masks, &table_grads, positions);
-  model->positional_backward(tables, table_grads);
-  const StepResult fused{losses, gradients_of(model)};
-
-  EXPECT_LT(test::max_abs_diff(reference.loss, fused.loss), 1e-5);
-  std::string where;
-  const double worst = worst_relative_gradient_difference(reference, fused, &where);
-  std::printf("  randomized positions: loss diff %.1e, worst relative gradient diff %.1e (%s)\n",
-              test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
-  EXPECT_LT(worst, 1e-4) << where;
-
-  // The plain learned member trains in this batch as it does alone (its T rows, padded).
-  {
-    Encoder alone(test::small_shape(0.1), std::vector<MemberSpec>{members.back()}, torch::kCPU);
-    const DropoutMasks alone_masks = alone->dropout_masks(B);
-    const PositionalTables alone_tables = alone->positional_tables(10);
-    PositionalTables alone_grads;
-    auto alone_loss = fused_cpu_loss_backward(*alone, alone_tables, inputs.narrow(0, M - 1, 1),
-                                              targets.narrow(0, M - 1, 1), &alone_masks, &alone_grads);
-    EXPECT_LT(std::abs(alone_loss[0].item<double>() - fused.loss[M - 1].item<double>()), 1e-5);
-  }
-
-  // The forward passes agree too, at the evaluation positions.
-  const torch::Tensor at = model->evaluation_positions(0, B, 10);
-  torch::NoGradGuard no_grad;
-  EXPECT_LT(test::max_abs_diff(fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, at),
-                               model->forward(inputs, nullptr, nullptr, at)),
-            1e-4);
-  // And other positions give other logits: the positions are used.
-  EXPECT_GT(test::max_abs_diff(fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, at),
-                               fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, positions)),
-            1e-3);
 }
 
 TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
@@ -434,23 +450,67 @@ TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
 
   // Per member: from its own seed, another step another draw, a member without them 0..T-1.
   PositionalOptions random;
-  random.random_positions = L;
+  random.position_ids = "random";
+  random.position_range = L;
   Encoder model(test::small_shape(),
                 std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random), MemberSpec("b", 1, "rope", false, random),
                                         MemberSpec("c", 0, "sinusoidal", false, random), MemberSpec("d", 2, "rope")},
                 torch::kCPU);
   Encoder again(test::small_shape(), std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random)}, torch::kCPU);
-  const torch::Tensor first = model->training_positions(5, T), second = model->training_positions(5, T);
+  const torch::Tensor tokens = torch::zeros({4, 5, T}, torch::kLong);  // (M, B, T): random IDs read no token
+  const torch::Tensor first = model->training_positions(tokens), second = model->training_positions(tokens);
   EXPECT_FALSE(torch::equal(first[0], first[1])) << "other seeds, other positions";
   EXPECT_TRUE(torch::equal(first[0], first[2])) << "the same seed draws the same, whatever the scheme";
   EXPECT_TRUE(torch::equal(first[3], torch::arange(T).expand({5, T}))) << "a member without them";
   EXPECT_FALSE(torch::equal(first[0], second[0])) << "each step its own draw";
-  EXPECT_TRUE(torch::equal(again->training_positions(5, T)[0], first[0])) << "alone as in a batch";
+  EXPECT_TRUE(torch::equal(again->training_positions(tokens.narrow(0, 0, 1))[0], first[0])) << "alone as in a batch";
   // Evaluation: the same every time, and the same for every member with the same L.
-  const torch::Tensor eval = model->evaluation_positions(3, 4, T);
-  EXPECT_TRUE(torch::equal(eval, model->evaluation_positions(3, 4, T)));
+  const torch::Tensor four = tokens.narrow(1, 0, 4), three = tokens.narrow(1, 0, 3);  // (M, 4 | 3, T)
+  const torch::Tensor eval = model->evaluation_positions(four, 3);
+  EXPECT_TRUE(torch::equal(eval, model->evaluation_positions(four, 3)));
   EXPECT_TRUE(torch::equal(eval[0], eval[1]));
-  EXPECT_TRUE(torch::equal(eval[0].narrow(0, 1, 3), model->evaluation_positions(4, 3, T)[0])) << "a chunk draws its share";
+  EXPECT_TRUE(torch::equal(eval[0].narrow(0, 1, 3), model->evaluation_positions(three, 4)[0])) << "a chunk draws its share";
+}
+
+// Offset and coupled IDs are what their kinds say: in training s..s+T-1 with s in 0..L-T,
+// drawn per member, step and example (every start reached); in evaluation s = 0; coupled
+// outputs at their sources' IDs, for every task kind, every other token at s + t.
+TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
+  const int64_t T = 10, L = 16, B = 300;
+  for (const std::string kind : {"copy", "reverse", "selective"}) {
+    TaskConfig task;
+    task.kind = kind;
+    task.examples = 2 * B;
+    const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs.narrow(0, 0, B);  // (B, T)
+    EncoderShape shape = test::small_shape();
+    shape.task_kind = kind;
+    PositionalOptions offset, coupled;
+    offset.position_ids = "offset";
+    coupled.position_ids = "coupled";
+    offset.position_range = coupled.position_range = L;
+    Encoder model(shape, std::vector<MemberSpec>{MemberSpec("o", 0, "rope", false, offset), MemberSpec("c", 0, "rope", false, coupled)},
+                  torch::kCPU);
+    const torch::Tensor inputs = rows.unsqueeze(0).expand({2, B, T});  // (M, B, T): a full batch's view
+    for (bool training : {true, false}) {
+      const torch::Tensor ids = training ? model->training_positions(inputs) : model->evaluation_positions(inputs, 0);
+      std::set<int64_t> starts;
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t* row = rows[b].data_ptr<int64_t>();
+        const OutputSources sources = output_sources(shape.task(), row, T);
+        const int64_t s = ids[0][b][0].item<int64_t>(), c = ids[1][b][0].item<int64_t>();
+        EXPECT_TRUE(training ? (s >= 0 && s <= L - T) : s == 0) << s;
+        starts.insert(s);
+        for (int64_t t = 0; t < T; ++t) {
+          EXPECT_EQ(ids[0][b][t].item<int64_t>(), s + t);
+          const int64_t j = t - sources.output_begin();
+          const bool output = j >= 0 && j < sources.length();
+          EXPECT_EQ(ids[1][b][t].item<int64_t>(), c + (output ? sources.sources[static_cast<size_t>(j)] : t))
+              << kind << " example " << b << " position " << t;
+        }
+      }
+      if (training) EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
+    }
+  }
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ INSTANTIATE_CPU_VARIANTS(Parity);
 struct LoadedBatch {
   Encoder model{nullptr};
   std::vector<torch::Tensor> tokens, targets;
+  // (M, B, T) each member's position IDs: its fixture's "positions", 0..T-1 where it has
+  // none; undefined when no fixture has any.
+  torch::Tensor positions;
+  int64_t table_positions = 0;  // P of the tables the IDs read (the context without IDs)
 };
 
 // One member per fixture, each with its fixture's scheme, mask and options.
@@ -61,6 +65,15 @@ LoadedBatch loaded_batch(const std::vector<Fixture>& fixtures) {
     }
   }
   model->eval();
+  const int64_t T = out.tokens[0].size(1);
+  out.table_positions = model->table_positions(T);
+  if (model->position_ids_vary()) {
+    std::vector<torch::Tensor> ids;
+    for (int64_t m = 0; m < M; ++m)
+      ids.push_back(fixtures[m].json.contains("positions") ? test::tokens_from_json(fixtures[m].json["positions"])
+                                                           : torch::arange(T).expand_as(out.tokens[m]));
+    out.positions = torch::stack(ids);  // (M, B, T)
+  }
   return out;
 }
 
@@ -118,8 +131,20 @@ TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     return fixture_gradient_difference(model, m, fixtures[m], worst_name);
   };
 
+  // The IDs of the fixtures with position IDs are the reference's; at evaluation (no start
+  // drawn) copytask's own give the same up to each example's start: offset 0..T-1, coupled
+  // each output at its source's ID (the coupling written twice, independently).
+  if (batch.positions.defined()) {
+    const auto own = model->evaluation_positions(torch::stack(tokens), 0);  // (M, B, T)
+    for (int64_t m = 0; m < M; ++m) {
+      if (!fixtures[m].json.contains("positions") || members[m].options.position_ids == "random") continue;
+      const auto given = batch.positions[m];
+      EXPECT_TRUE(torch::equal(given - given.narrow(1, 0, 1), own[m])) << fixtures[m].name << ": other IDs than copytask's";
+    }
+  }
+
   std::vector<torch::Tensor> attention;
-  auto logits = model->forward(torch::stack(tokens), nullptr, &attention);  // (M, B, T, V)
+  auto logits = model->forward(torch::stack(tokens), nullptr, &attention, batch.positions);  // (M, B, T, V)
   auto losses = member_losses(logits, torch::stack(targets));              // (M)
   losses.sum().backward();
 
@@ -168,10 +193,10 @@ TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
   const auto& tokens = batch.tokens;
   const auto& targets = batch.targets;
   model->zero_grad();
-  const PositionalTables tables = model->positional_tables(shape.context);
+  const PositionalTables tables = model->positional_tables(batch.table_positions);
   PositionalTables table_grads;
-  const auto fused_losses =
-      fused_cpu_loss_backward(*model, tables, torch::stack(tokens), torch::stack(targets), nullptr, &table_grads);  // (M)
+  const auto fused_losses = fused_cpu_loss_backward(*model, tables, torch::stack(tokens), torch::stack(targets), nullptr,
+                                                    &table_grads, batch.positions);  // (M)
   model->positional_backward(tables, table_grads);
   double worst_fused_loss = 0, worst_fused_grad = 0;
   for (int64_t m = 0; m < M; ++m) {
@@ -184,7 +209,7 @@ TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
     worst_fused_grad = std::max(worst_fused_grad, grad_diff);
   }
   // And its forward pass (evaluation's): the logits.
-  const auto fused_logits = fused_cpu_forward(*model, tables, torch::stack(tokens));
+  const auto fused_logits = fused_cpu_forward(*model, tables, torch::stack(tokens), nullptr, batch.positions);
   double worst_fused_logits = 0;
   for (int64_t m = 0; m < M; ++m)
     worst_fused_logits =

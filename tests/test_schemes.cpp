@@ -4,10 +4,12 @@
 // it; and every parameter a scheme or option owns receives a non-zero gradient through a
 // real training step, on the fused CPU step (tables in, tables' gradients out, autograd to
 // the parameters) and on the autograd step.
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "autograd_only_scheme.h"
 #include "config/config_fields.h"
 #include "model/hooks/content_score.h"
 #include "model/hooks/registry.h"
@@ -15,6 +17,7 @@
 #include "model/schemes/scheme_util.h"
 #include "task/copy_task.h"
 #include "test_util.h"
+#include "train/train_data.h"
 #include "train/trainer.h"
 
 namespace copytask {
@@ -218,18 +221,68 @@ TEST(Schemes, UndefinedFormsAreRefusedWithTheReason) {
   model.positional = "kerple";
   EXPECT_TRUE(positional_problem(model).problem.empty());
 
-  // Randomized positions need a scheme that reads positions: content-only schemes read none.
+  // Position IDs need a scheme that reads positions: content-only schemes read none.
   for (const auto& name : positional_names()) {
-    ModelConfig random;
-    random.positional = name;
-    random.causal = true;
-    random.positional_options.random_positions = 40;
+    ModelConfig offset;
+    offset.positional = name;
+    offset.causal = true;
+    offset.positional_options.position_ids = "offset";
+    offset.positional_options.position_range = 40;
     auto scheme = positional_scheme_make(name, {}, PositionalShape{10, 20, 1, 2, true});
     bool reads = false;
     for (const Hook* hook : scheme->hooks()) reads = reads || hook->reads_positions();
-    const SchemeProblem refused = positional_problem(random);
+    const SchemeProblem refused = positional_problem(offset);
     EXPECT_EQ(refused.problem.empty(), reads) << name << ": " << refused.problem;
-    if (!reads) { EXPECT_EQ(refused.key, "model.random_positions") << name; }
+    if (!reads) { EXPECT_EQ(refused.key, "model.position_ids") << name; }
+  }
+}
+
+// Each scheme's choice under coupled IDs (docs/schemes.md), which make negative ID
+// differences (a key ahead of the query) even under the causal mask: it refuses them with a
+// message naming model.position_ids, or its tables at P positions are finite on both sides
+// of the diagonal and a model trains on them. A new scheme fails here until its choice is
+// written in this list.
+TEST(Schemes, EachSchemeTakesOrRefusesCoupledIdsAsDocumented) {
+  // refuses: reads no positions (none, cope, fox); xpos's scale grows without bound ahead.
+  const std::map<std::string, bool> takes_coupled = {
+      {"none", false}, {"sinusoidal", true}, {"learned", true}, {"rope", true},  {"xpos", false},
+      {"alibi", true}, {"t5", true},         {"dynamic", true}, {"kerple", true}, {"fire", true},
+      {"cope", false}, {"fox", false}};
+  const EncoderShape shape = test::small_shape();
+  for (const auto& name : positional_names()) {
+    if (test::is_test_only_scheme(name)) continue;
+    ASSERT_TRUE(takes_coupled.count(name)) << name << ": write its choice under coupled IDs here and in docs/schemes.md";
+    for (bool causal : {false, true}) {
+      PositionalOptions plain = test::small_options();
+      if (!test::positional_runs(name, plain, causal, shape)) continue;  // a form the scheme refuses anyway
+      PositionalOptions coupled = plain;
+      coupled.position_ids = "coupled";
+      coupled.position_range = 24;
+      ModelConfig model;
+      model.embed = shape.embed;
+      model.heads = shape.heads;
+      model.positional = name;
+      model.causal = causal;
+      model.positional_options = coupled;
+      const SchemeProblem problem = positional_problem(model);
+      EXPECT_EQ(problem.problem.empty(), takes_coupled.at(name)) << name << (causal ? "+causal: " : ": ") << problem.problem;
+      if (!problem.problem.empty()) {
+        EXPECT_NE((problem.key + problem.problem).find("position"), std::string::npos) << problem.problem;
+        continue;
+      }
+      Encoder encoder(test::small_shape(0.1), std::vector<MemberSpec>{MemberSpec(name, 0, name, causal, coupled)}, torch::kCPU);
+      const PositionalTables tables = encoder->positional_tables(24);
+      for (const auto& table : tables.hooks)
+        if (table.stacked.defined()) {
+          EXPECT_TRUE(torch::isfinite(table.stacked).all().item<bool>()) << name;
+        }
+      TaskConfig task;
+      task.examples = 200;
+      const torch::Tensor inputs = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs.narrow(0, 0, 16).unsqueeze(0);  // (1, B, T)
+      const torch::Tensor ids = encoder->training_positions(inputs);                                       // (1, B, T)
+      const torch::Tensor logits = encoder->forward(inputs, nullptr, nullptr, ids);
+      EXPECT_TRUE(torch::isfinite(logits).all().item<bool>()) << name << (causal ? "+causal" : "");
+    }
   }
 }
 

@@ -172,6 +172,32 @@ TEST(TaskKinds, EachOutputsSourceIsWhereABruteForceSearchFindsItsToken) {
   }
 }
 
+// Coupled places (model.position_ids = coupled) in closed form, written out for one
+// example of each kind: output j at the place of the content token it copies (copy j,
+// reverse k-1-j, selective the j-th content token past the noise); content, noise, <copy>
+// and the padding after the outputs keep their own place; outputs cut at the context too.
+TEST(TaskKinds, CoupledPlacesPutEachOutputAtItsSource) {
+  auto places_of = [](const TaskConfig& task, const std::vector<int64_t>& row) {
+    std::vector<int64_t> places(row.size());
+    coupled_places(task, row.data(), static_cast<int64_t>(row.size()), places.data());
+    return places;
+  };
+  TaskConfig copy;  // vocab 11: <copy> 10, noise (selective) 9
+  copy.context = 10;
+  TaskConfig reverse = copy, selective = copy;
+  reverse.kind = "reverse";
+  selective.kind = "selective";
+  //                                        3  5  7 <c>  _  _  _  _  _  _
+  EXPECT_EQ(places_of(copy, {3, 5, 7, 10, 0, 0, 0, 0, 0, 0}), (std::vector<int64_t>{0, 1, 2, 3, 0, 1, 2, 7, 8, 9}));
+  EXPECT_EQ(places_of(reverse, {3, 5, 7, 10, 0, 0, 0, 0, 0, 0}), (std::vector<int64_t>{0, 1, 2, 3, 2, 1, 0, 7, 8, 9}));
+  //                                        3  ~  5  ~  ~  7 <c>  _  _  _
+  EXPECT_EQ(places_of(selective, {3, 9, 5, 9, 9, 7, 10, 0, 0, 0}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 0, 2, 5}));
+  // Cut at the context: 6 content tokens leave room for 3 outputs.
+  EXPECT_EQ(places_of(copy, {1, 2, 3, 4, 5, 6, 10, 0, 0, 0}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 0, 1, 2}));
+  // No <copy>: every token keeps its place.
+  EXPECT_EQ(places_of(copy, {1, 2, 3, 4, 5, 6, 7, 8, 9, 1}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
 TEST(TaskKinds, TheErrorClassifierNamesWhatAWrongOutputCopied) {
   auto kind_of = [](const TaskConfig& task, const std::vector<int64_t>& input, int64_t j, int64_t predicted) {
     const OutputSources sources = output_sources(task, input.data(), static_cast<int64_t>(input.size()));

@@ -27,7 +27,8 @@ class Attention(nn.Module):
         return t.view(B, T, self.H, self.Dh).transpose(1, 2)    # (B, H, T, Dh)
 
     def forward(self, x, positional, bias):
-        """x (B, T, D) is the attention input a = LN1(x) of the block; bias (H, T, T) or None."""
+        """x (B, T, D) is the attention input a = LN1(x) of the block; bias (H, T, T), per
+        example (B, H, T, T) at position IDs, or None."""
         B, T, D = x.shape
         qkv = self.qkv(x)
         q_in = self.split_heads(qkv[..., 0:D])
@@ -39,7 +40,7 @@ class Attention(nn.Module):
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.Dh)   # S (B, H, T, T)
         logits = scores
         if bias is not None:
-            logits = logits + bias[None]
+            logits = logits + bias                                    # (H, T, T) or per example (B, H, T, T)
         content = positional.content_term(self.index, x, q, scores, bias)   # CoPE, FoX, DAPE
         if content is not None:
             logits = logits + content

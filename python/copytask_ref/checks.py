@@ -277,3 +277,44 @@ def check_model(run):
         option.check_model(run)
     check_against_torch_layers(run)
     check_gradients(run)
+
+
+# ----------------------------------------------------------------------------
+# One fixture's model at position IDs (model.position_ids)
+# ----------------------------------------------------------------------------
+
+def check_ids(kind, ids, tokens, copy_token, P):
+    """The IDs are what their kind says: in 0..P-1; random sorted and distinct; offset
+    consecutive; coupled consecutive but for the outputs, each at its source's ID."""
+    B, T = ids.shape
+    assert int(ids.min()) >= 0 and int(ids.max()) < P, (ids.min(), ids.max(), P)
+    for b in range(B):
+        row = ids[b].tolist()
+        if kind == "random":
+            assert row == sorted(set(row)), row
+            continue
+        s = row[0]
+        copy_at = tokens[b].tolist().index(copy_token)
+        for t in range(T):
+            output = kind == "coupled" and copy_at < t <= 2 * copy_at
+            expected = row[t - copy_at - 1] if output else s + t
+            assert row[t] == expected, (kind, b, t, row)
+
+
+def check_model_at_ids(run, kind, ids, P):
+    """A fixture with position IDs: its IDs, the outputs and the gradients at them (finite
+    differences through the gathers), and the reading at IDs 0..T-1 equal to the model's at
+    its own positions. The scheme's formulas are its sequential fixtures' checks."""
+    check_ids(kind, ids, run.tokens, run.config.vocab - 1, P)
+    check_outputs(run)
+    check_gradients(run)
+    model, tokens = run.model, run.tokens
+    B, T = tokens.shape
+    with torch.no_grad():
+        model.place_at_ids(torch.arange(T).repeat(B, 1), P)
+        at_sequential_ids, attn_ids = model(tokens)
+        model.place_at_ids(None, P)
+        plain, attn_plain = model(tokens)
+        model.place_at_ids(ids, P)
+    assert close(at_sequential_ids, plain, 1e-12) and close(attn_ids, attn_plain, 1e-12), \
+        (run.variant, (at_sequential_ids - plain).abs().max())

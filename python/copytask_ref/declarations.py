@@ -37,6 +37,9 @@ class Variant:
                              # a new variant takes the next free row (make_parity_fixtures.py --list)
     options: dict = field(default_factory=dict)   # as written to the fixture, in this key order
     scheme: str = ""         # filled in by the registry: the declaring module's scheme
+    # model.position_ids of the fixture ("" = sequential): random, offset or coupled, its IDs
+    # drawn for the fixture's batch over 0..fixture_sizes.POSITION_RANGE-1 and written with it.
+    position_ids: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ HEADS = 2
 BLOCKS = 2
 HIDDEN = 12
 BATCH = 4
+POSITION_RANGE = 24   # L of the variants with position IDs (model.position_range)
 
 
 def fixture_config(variant, causal):

@@ -6,11 +6,11 @@ import os
 
 import torch
 
-from copytask_ref import checks, registry, variants
+from copytask_ref import checks, position_ids, registry, variants
 from copytask_ref.data import make_copy_batch
 from copytask_ref.draws import DTYPE
 from copytask_ref.fixture_json import dump_json, tensor_entry
-from copytask_ref.fixture_sizes import BATCH, fixture_config
+from copytask_ref.fixture_sizes import BATCH, POSITION_RANGE, fixture_config
 from copytask_ref.transformer import CopyTransformer, loss_fn
 
 
@@ -56,6 +56,11 @@ def make_fixture(variant, causal):
     model = CopyTransformer(config, DTYPE)
     model.draw(gen)
     tokens, targets = make_copy_batch(gen, BATCH, config.context, config.vocab)
+    ids = None
+    if variant.position_ids:
+        # Drawn after the batch, so the variant's tokens are those of its seed.
+        ids = position_ids.make_ids(variant.position_ids, gen, tokens, config.vocab - 1, POSITION_RANGE)
+        model.place_at_ids(ids, POSITION_RANGE)
 
     shapes = expected_shapes(config)
     names = [n for n, _ in model.named_parameters()]
@@ -72,11 +77,16 @@ def make_fixture(variant, causal):
              for n, p in model.named_parameters()}
     logits, attn = logits.detach(), attn.detach()
 
-    checks.check_model(checks.FixtureRun(variant=variant.name, config=config, model=model, tokens=tokens,
-                                         targets=targets, logits=logits, attn=attn, loss=loss.item(),
-                                         grads=grads))
+    run = checks.FixtureRun(variant=variant.name, config=config, model=model, tokens=tokens, targets=targets,
+                            logits=logits, attn=attn, loss=loss.item(), grads=grads)
+    if ids is None:
+        checks.check_model(run)
+    else:
+        checks.check_model_at_ids(run, variant.position_ids, ids, POSITION_RANGE)
 
-    options = variant.options
+    options = dict(variant.options)
+    if ids is not None:
+        options.update({"position_ids": variant.position_ids, "position_range": POSITION_RANGE})
     return {
         "description": (
             f"Parity fixture for the copytask transformer: variant={variant.name}, "
@@ -86,11 +96,15 @@ def make_fixture(variant, causal):
             f"(independent float64 PyTorch reference, seed {seed}). Weights are stored (in, out): "
             f"y = x @ W. Scheme parameters are positional.<name>, drawn at random. "
             f"Loss = mean cross-entropy over all B*T positions (padding included). "
-            f"attention = softmax probabilities, shape [blocks, batch, heads, T, T]."),
+            f"attention = softmax probabilities, shape [blocks, batch, heads, T, T]."
+            + (f" positions = each example's position IDs (model.position_ids = {variant.position_ids}, "
+               f"L = {POSITION_RANGE}): every hook reads its tables, made for L positions, at them."
+               if ids is not None else "")),
         "config": {"vocab_size": config.vocab, "context": config.context, "embed": config.embed,
                    "heads": config.heads, "blocks": config.blocks, "hidden": config.hidden,
                    "positional": variant.scheme, "causal": causal, "options": dict(options)},
         "tokens": tokens.tolist(),
+        **({"positions": ids.tolist()} if ids is not None else {}),
         "targets": targets.tolist(),
         "params": {n: tensor_entry(p) for n, p in model.named_parameters()},
         "logits": tensor_entry(logits),

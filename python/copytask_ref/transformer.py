@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from copytask_ref import draws, registry
 from copytask_ref.attention import Attention
 from copytask_ref.layers import FeedForward, LayerNorm, Linear
+from copytask_ref.position_ids import AtPositionIds
 
 
 def build_positional(config, dtype):
@@ -66,15 +67,26 @@ class CopyTransformer(nn.Module):
         self.ln_f.draw(gen)
         self.head.draw(gen)
 
+    def place_at_ids(self, ids, P):
+        """Every later forward reads the positions at these IDs (B, T) (model.position_ids),
+        the tables made for P positions; None: at 0..T-1."""
+        self.ids = None if ids is None else (ids, P)
+
+    def positional_at_ids(self):
+        """The scheme's hooks as the forward reads them: at 0..T-1, or at the IDs."""
+        ids = getattr(self, "ids", None)
+        return self.positional if ids is None else AtPositionIds(self.positional, *ids)
+
     def embed(self, tokens):
-        return self.positional.add_to_embedding(self.tok_emb[tokens])
+        return self.positional_at_ids().add_to_embedding(self.tok_emb[tokens])
 
     def forward(self, tokens):
-        x = self.embed(tokens)
-        bias = self.positional.score_bias(tokens.shape[1])   # (H, T, T) or None, shared by the blocks
+        positional = self.positional_at_ids()
+        x = positional.add_to_embedding(self.tok_emb[tokens])
+        bias = positional.score_bias(tokens.shape[1])   # (H, T, T) shared by the blocks, (B, H, T, T) at IDs, or None
         attns = []
         for block in self.blocks:
-            x, attn = block(x, self.positional, bias)
+            x, attn = block(x, positional, bias)
             attns.append(attn)
         logits = self.head(self.ln_f(x))
         return logits, torch.stack(attns)      # (B, T, V), (L, B, H, T, T)

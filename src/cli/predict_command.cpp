@@ -145,10 +145,11 @@ int predict_command_run(const PredictCommandOptions& options) {
                 T = k <= config.task.max_len && prefix < config.task.context
                         ? config.task.context
                         : std::max(length_context(config.task, k), prefix + 1 + k);
-  const int64_t random_range = config.model.positional_options.random_positions;
-  if (random_range > 0 && T > random_range)
+  const PositionalOptions& ids = config.model.positional_options;
+  if (position_ids_vary(ids) && T > ids.position_range)
     throw OptionError(std::to_string(k) + " tokens need a context of " + std::to_string(T) + ", beyond this member's " +
-                      std::to_string(random_range) + " randomized positions (model.random_positions); give fewer tokens");
+                      std::to_string(ids.position_range) + " position IDs (model.position_ids = " + ids.position_ids +
+                      ", model.position_range); give fewer tokens");
   const std::vector<int64_t> input = example_input(config.task, example, T),
                              target = example_target(config.task, example, T);
 

@@ -41,8 +41,13 @@ struct PositionalOptions {
   double fire_threshold = 0;                 // FIRE: initial threshold L in positions; 0 = task.context
   int64_t learned_positions = 0;             // learned: rows of the table; 0 = learned_rows() below. Rows
                                              // beyond those training reaches are never trained
-  int64_t random_positions = 0;              // randomized positions (Ruoss et al. 2023): 0 = off, else L; each
-                                             // example's positions a sorted random subset of 0..L-1
+  // The position ID each token carries (docs/design.md section 2): `sequential` 0..T-1;
+  // `random` a sorted random subset of 0..L-1 (Ruoss et al. 2023); `offset` s..s+T-1, s
+  // drawn per example in training, 0 in evaluation (McLeish et al. 2024); `coupled` as
+  // offset, and each output takes the ID of the input token it copies (Cho et al. 2024).
+  std::string position_ids = "sequential";
+  int64_t position_range = 0;                // L: IDs lie in 0..L-1; 0 = the longest evaluated context
+                                             // (resolved when the config is read); 0 under sequential
   double xpos_scale_base = 512;              // xpos: gamma in the scale zeta^((i - j) / gamma)
   int64_t cope_positions = 0;                // cope: rows of each position embedding; 0 = task.context
   bool dape = false;                         // DAPE on a score-bias scheme: bias + MLP([scores; bias]) per block
@@ -52,11 +57,15 @@ struct PositionalOptions {
   bool operator==(const PositionalOptions& other) const;
 };
 
+// Whether the tokens carry IDs other than 0..T-1 (model.position_ids is not sequential).
+inline bool position_ids_vary(const PositionalOptions& o) { return o.position_ids != "sequential"; }
+
 // The rows of a learned table: learned_positions, or when 0 the training context, or L
-// under randomized positions (a row for every position drawn). Not resolved into the
-// config, so that a scheme's own random_positions decides it.
+// when the position IDs vary (a row for every ID). Not resolved into the config, so that
+// a scheme's own position IDs decide it.
 inline int64_t learned_rows(const PositionalOptions& o, int64_t context) {
-  return o.learned_positions > 0 ? o.learned_positions : (o.random_positions > context ? o.random_positions : context);
+  if (o.learned_positions > 0) return o.learned_positions;
+  return position_ids_vary(o) && o.position_range > context ? o.position_range : context;
 }
 
 // The option keys above, as they appear under model. in a config (rope_base, ...).
@@ -132,6 +141,11 @@ Config config_from_json(const nlohmann::json& json);
 // Applies dotted overrides (a JSON object of "a.b": value) to a config; throws ConfigError.
 Config config_with_overrides(const Config& config, const nlohmann::json& dotted_overrides,
                              const std::string& origin);
+
+// The longest context length generalization evaluates at (the whole example of the longest
+// content eval.max_len asks for), never shorter than the training context: what the
+// position IDs' range L covers by default.
+int64_t longest_eval_context(const EvalConfig& eval, const TaskConfig& task);
 
 // Range and consistency checks; throws ConfigError naming the key. A learned table must
 // have a row for every context eval.max_len evaluates at; `copytask eval` passes false

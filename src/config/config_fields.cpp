@@ -64,8 +64,42 @@ ConfigField option(std::string key, Value PositionalOptions::*member, std::strin
   return f;
 }
 
+// model.random_positions, the old form of model.position_ids = random: L > 0 sets
+// position_ids = random and position_range = L, 0 leaves them alone. Read (saved configs
+// and studies written before position_ids hold it), never written.
+// It follows position_ids and position_range in the table, so it is set after them and
+// can see a conflict with them.
+ConfigField old_position_key() {
+  ConfigField f;
+  f.key = "model.random_positions";
+  f.scope = KeyScope::scheme;
+  f.old_form = true;
+  f.meaning = "the old form of `model.position_ids` = random with `model.position_range` = L: L > 0 sets both, "
+              "0 does nothing; read, never written (saved configs give the new keys)";
+  f.rule = "must be 0 or 1..4096";
+  f.allowed = [](const json& v) { return v.get<int64_t>() >= 0 && v.get<int64_t>() <= 4096; };
+  f.get = [](const Config&) { return json(int64_t{0}); };
+  f.set = [](Config& c, const json& value) {
+    const int64_t L = value.get<int64_t>();
+    if (L == 0) return;
+    PositionalOptions& o = c.model.positional_options;
+    const std::string given = "model.random_positions = " + std::to_string(L);
+    if (o.position_ids != "sequential" && o.position_ids != "random")
+      throw ConfigError(given + ": the old form of model.position_ids = random, which cannot go with model.position_ids = " +
+                        o.position_ids + "; give model.position_ids and model.position_range only");
+    if (o.position_ids == "random" && o.position_range != 0 && o.position_range != L)
+      throw ConfigError(given + ": the old form of model.position_ids = random with model.position_range = " +
+                        std::to_string(L) + ", which differs from model.position_range = " +
+                        std::to_string(o.position_range) + "; give model.position_range only");
+    if (L < 0 || L > 4096) throw ConfigError(given + ": must be 0 or 1..4096");
+    o.position_ids = "random";
+    o.position_range = L;
+  };
+  return f;
+}
+
 // The table: one entry per key, in the docs' order. Long (about 170 lines) because there
-// are 54 keys, each with its meaning and range; there is no logic here to split.
+// are 56 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -142,14 +176,22 @@ std::vector<ConfigField> make_fields() {
              "fire: the starting threshold L in positions; 0 = `task.context` (resolved when the config is read)",
             reals([](double x) { return x >= 1 && x <= 1e6; }, "must be 1..1000000 positions, or 0 for task.context")),
       option("model.learned_positions", &PositionalOptions::learned_positions,
-             "learned: rows of the table; 0 = `task.context`, or `model.random_positions` when that is larger. "
+             "learned: rows of the table; 0 = `task.context`, or `model.position_range` when that is larger. "
              "More rows let length generalization reach longer contexts; rows training never reaches keep their "
              "N(0, 1) start",
-             ints(0, 8192, "must be 1..8192 rows, or 0 for task.context (or model.random_positions)")),
-      option("model.random_positions", &PositionalOptions::random_positions,
-             "randomized positions (Ruoss et al. 2023): 0 = off, else L; each example's positions are a sorted random "
-             "subset of 0..L-1 instead of 0..T-1, in training and in evaluation. L must cover `task.context` and the "
-             "longest evaluated context; any scheme that reads positions (not `none`, `cope`, `fox`)"),
+             ints(0, 8192, "must be 1..8192 rows, or 0 for task.context (or model.position_range)")),
+      option("model.position_ids", &PositionalOptions::position_ids,
+             "the position ID each token carries, for every scheme that reads positions (not `none`, `cope`, `fox`): "
+             "`sequential` 0..T-1; `random` a sorted random subset of 0..L-1 per example, in training and in "
+             "evaluation (Ruoss et al. 2023); `offset` s..s+T-1, s uniform in 0..L-T per example in training, 0 in "
+             "evaluation (McLeish et al. 2024); `coupled` as offset, and each output takes the ID of the input token "
+             "it reads (Cho et al. 2024; `<copy>`, noise and padding keep their place). L = `model.position_range`",
+             choice({"sequential", "random", "offset", "coupled"}, "must be sequential, random, offset or coupled")),
+      option("model.position_range", &PositionalOptions::position_range,
+             "L: the position IDs lie in 0..L-1 (`model.position_ids` random, offset, coupled); 0 = the longest "
+             "evaluated context (resolved when the config is read); 0 under sequential",
+             ints(0, 4096, "must be 0 (the longest evaluated context) or 1..4096")),
+      old_position_key(),
       option("model.xpos_scale_base", &PositionalOptions::xpos_scale_base,
              "xpos: gamma in the scale zeta^((i - j) / gamma) on q_i . k_j (512 in the paper: next to no decay over "
              "tens of positions; smaller values decay faster)",

@@ -26,6 +26,9 @@ struct ConfigField {
   std::string key;      // dotted: "model.heads"
   KeyScope scope = KeyScope::study;
   bool positional_option = false;  // one of PositionalOptions (a per-member option of a batch)
+  // An older name of other keys (model.random_positions): read from a config and set
+  // through them, never written (config_to_json leaves it out).
+  bool old_form = false;
   std::string meaning;  // one line for `copytask keys` and the docs
   // The key's own range: allowed(value) is false where the value is out of it, and
   // `rule` then says what is allowed ("must be 1..4096"). No check where allowed is empty.

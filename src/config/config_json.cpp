@@ -220,11 +220,21 @@ Config config_from_checked_json(const json& j) {
   // config (printed, saved with the results) carries the number the model starts from.
   PositionalOptions& o = c.model.positional_options;
   if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
+  // The position IDs' range defaults to the longest evaluated context, likewise.
+  if (position_ids_vary(o) && o.position_range == 0) o.position_range = longest_eval_context(c.eval, c.task);
   return c;
 }
 
+// A config as JSON with the old forms of keys beside (model.random_positions = 0, which
+// sets nothing): what a file or an override is merged into, so that it may give them.
+json with_old_forms(json out) {
+  for (const auto& field : config_fields())
+    if (field.old_form) out[field.section()][field.leaf()] = field.get(Config{});
+  return out;
+}
+
 const json& defaults_json() {
-  static const json defaults = config_to_json(Config{});
+  static const json defaults = with_old_forms(config_to_json(Config{}));
   return defaults;
 }
 
@@ -278,7 +288,8 @@ CompareConfig Config::default_compare() {
 
 json config_to_json(const Config& c) {
   json out = json::object();
-  for (const auto& field : config_fields()) out[field.section()][field.leaf()] = field.get(c);
+  for (const auto& field : config_fields())
+    if (!field.old_form) out[field.section()][field.leaf()] = field.get(c);
   return out;
 }
 
@@ -300,7 +311,13 @@ Config config_from_json(const json& j) {
 
 Config config_with_overrides(const Config& config, const json& dotted_overrides,
                              const std::string& origin) {
-  json merged = config_to_json(config);
+  json merged = with_old_forms(config_to_json(config));
+  // A position range the base took by default is the default again here, so that a scheme
+  // with a longer context or another task kind gets its own longest evaluated context.
+  const PositionalOptions& o = config.model.positional_options;
+  if (position_ids_vary(o) && o.position_range == longest_eval_context(config.eval, config.task) &&
+      !dotted_overrides.contains("model.position_range") && !dotted_overrides.contains("model.random_positions"))
+    merged["model"]["position_range"] = 0;
   for (const auto& item : dotted_overrides.items()) {
     try {
       merge_checked(merged, nested_patch(item.key(), item.value()), "");

@@ -111,12 +111,6 @@ void validate_train(const TrainConfig& t, const TaskConfig& task) {
   }
 }
 
-// The longest context length generalization evaluates at: the whole example of the longest
-// content (2k + 1 tokens for copy and reverse), never shorter than the training context.
-int64_t longest_eval_context(const EvalConfig& e, const TaskConfig& task) {
-  return std::max(task.context, whole_example_context(task, e.max_len));
-}
-
 void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfig& m, bool learned_rows_must_fit) {
   require(e.max_len == 0 || (e.max_len >= task.max_len && e.max_len <= kEvalMaxLenLimit), "eval.max_len",
           std::to_string(e.max_len),
@@ -131,18 +125,24 @@ void validate_eval(const EvalConfig& e, const TaskConfig& task, const ModelConfi
   if (m.positional == "learned")
     require(rows >= task.context, "model.learned_positions", std::to_string(m.positional_options.learned_positions),
             "is fewer rows than task.context = " + std::to_string(task.context) + "; set at least that many, or 0");
-  // Randomized positions: L covers the training context and every evaluated one, and the scheme reads positions.
-  const int64_t L = m.positional_options.random_positions;
-  if (L != 0) {
-    const int64_t longest = e.max_len > 0 ? longest_eval_context(e, task) : task.context;
-    require(L >= longest && L <= 4096, "model.random_positions", std::to_string(L),
-            "must be 0 (off) or " + std::to_string(longest) + "..4096: positions are drawn from 0..L-1, so L must cover " +
+  // Position IDs: L covers the training context and every evaluated one (the scheme's own
+  // rule, that it reads positions at all, is scheme_rules').
+  const PositionalOptions& o = m.positional_options;
+  const int64_t L = o.position_range;
+  if (!position_ids_vary(o)) {
+    require(L == 0, "model.position_range", std::to_string(L),
+            "applies with model.position_ids = random, offset or coupled (today sequential: IDs 0..T-1); set one of "
+            "them, or leave model.position_range at 0");
+  } else {
+    const int64_t longest = longest_eval_context(e, task);
+    require(L >= longest && L <= 4096, "model.position_range", std::to_string(L),
+            "must be 0 (the longest evaluated context) or " + std::to_string(longest) +
+                "..4096: model.position_ids = " + o.position_ids + " gives IDs in 0..L-1, so L must cover " +
                 (e.max_len > 0 ? "the longest evaluated context (eval.max_len = " + std::to_string(e.max_len) + ")"
                                : "task.context"));
     if (m.positional == "learned")
-      require(rows >= L, "model.learned_positions",
-              std::to_string(m.positional_options.learned_positions),
-              "must be at least model.random_positions = " + std::to_string(L) + " (a row for every position drawn), or 0");
+      require(rows >= L, "model.learned_positions", std::to_string(o.learned_positions),
+              "must be at least model.position_range = " + std::to_string(L) + " (a row for every position ID), or 0");
   }
   if (learned_rows_must_fit && e.max_len > 0 && m.positional == "learned") {
     const int64_t longest = longest_eval_context(e, task);
@@ -181,6 +181,12 @@ void validate_compare(const CompareConfig& c) {
 }
 
 }  // namespace
+
+// The whole example of the longest content (2k + 1 tokens for copy and reverse), never
+// shorter than the training context.
+int64_t longest_eval_context(const EvalConfig& e, const TaskConfig& task) {
+  return std::max(task.context, e.max_len > 0 ? whole_example_context(task, e.max_len) : task.context);
+}
 
 void config_validate(const Config& config, bool learned_rows_must_fit_eval) {
   config_fields_check(config);

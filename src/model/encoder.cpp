@@ -10,7 +10,7 @@
 #include "compat/torch_compat.h"
 #include "model/hooks/registry.h"
 #include "model/parameter_layout.h"
-#include "model/random_positions.h"
+#include "model/position_ids.h"
 
 namespace copytask {
 
@@ -110,8 +110,9 @@ EncoderImpl::EncoderImpl(const EncoderShape& shape, std::vector<MemberSpec> memb
     at::Generator scheme_generator = generator_make(torch::kCPU, stream_seed(members_[m].seed, 4));
     init_member(m, init_generator, scheme_generator);
     dropout_keys_.push_back(stream_seed(members_[m].seed, 2));
-    position_keys_.push_back(stream_seed(members_[m].seed, 5));
-    position_ranges_.push_back(members_[m].options.random_positions);
+    const PositionalOptions& options = members_[m].options;
+    position_ids_.push_back({position_id_kind(options.position_ids), copytask::position_ids_vary(options) ? options.position_range : 0,
+                             stream_seed(members_[m].seed, 5)});
   }
   to(device);
   table_maker_ = std::make_unique<PositionalTableMaker>(schemes_, shape, device);
@@ -181,27 +182,36 @@ int64_t EncoderImpl::position_limit() const {
   return limit;
 }
 
-bool EncoderImpl::random_positions() const {
-  return std::any_of(position_ranges_.begin(), position_ranges_.end(), [](int64_t range) { return range > 0; });
+bool EncoderImpl::position_ids_vary() const {
+  return std::any_of(position_ids_.begin(), position_ids_.end(),
+                     [](const MemberPositionIds& ids) { return ids.kind != PositionIdKind::sequential; });
 }
 
 int64_t EncoderImpl::table_positions(int64_t T) const {
   int64_t P = T;
-  for (int64_t range : position_ranges_) P = std::max(P, range);
+  for (const auto& ids : position_ids_) P = std::max(P, ids.range);
   return P;
 }
 
-torch::Tensor EncoderImpl::training_positions(int64_t batch, int64_t T) {
-  if (!random_positions()) return {};
-  return random_positions_batch(position_keys_, position_ranges_, position_steps_++, 0, batch, T).to(device_);
+namespace {
+// The tokens as the position IDs read them: on the host where a member couples (its IDs
+// read the tokens), else as they are (only their sizes are read).
+torch::Tensor tokens_for_ids(const std::vector<MemberPositionIds>& members, const torch::Tensor& inputs) {
+  const bool couples = std::any_of(members.begin(), members.end(),
+                                   [](const MemberPositionIds& ids) { return ids.kind == PositionIdKind::coupled; });
+  return couples && !inputs.device().is_cpu() ? inputs.cpu() : inputs;
+}
+}  // namespace
+
+torch::Tensor EncoderImpl::training_positions(const torch::Tensor& inputs) {
+  if (!position_ids_vary()) return {};
+  return position_ids_training(position_ids_, position_steps_++, 0, tokens_for_ids(position_ids_, inputs), shape_.task())
+      .to(device_);
 }
 
-torch::Tensor EncoderImpl::evaluation_positions(int64_t first, int64_t count, int64_t T) const {
-  if (!random_positions()) return {};
-  // One key for every member: evaluation examples sit at the same positions whatever the
-  // member (for the same L); the context keys the draw, so each length has its own.
-  const std::vector<uint64_t> keys(position_keys_.size(), 0x6576616C706F73ULL);  // "evalpos"
-  return random_positions_batch(keys, position_ranges_, static_cast<uint64_t>(T), first, count, T).to(device_);
+torch::Tensor EncoderImpl::evaluation_positions(const torch::Tensor& inputs, int64_t first) const {
+  if (!position_ids_vary()) return {};
+  return position_ids_evaluation(position_ids_, first, tokens_for_ids(position_ids_, inputs), shape_.task()).to(device_);
 }
 
 PositionalTables EncoderImpl::tables_at(const PositionalTables& tables, const torch::Tensor& positions) const {
@@ -236,9 +246,9 @@ std::vector<torch::Tensor> EncoderImpl::content_terms(const torch::Tensor& token
   const bool was_training = is_training();
   eval();
   std::vector<torch::Tensor> terms;
-  const int64_t N = tokens.size(1), T = tokens.size(2);
-  // At the evaluation positions under randomized positions, as evaluation reads the tables.
-  const torch::Tensor positions = evaluation_positions(0, N, T);
+  const int64_t T = tokens.size(2);
+  // At the evaluation position IDs, as evaluation reads the tables.
+  const torch::Tensor positions = evaluation_positions(tokens, 0);
   const PositionalTables tables =
       positions.defined() ? tables_at(positional_tables(table_positions(T)), positions) : positional_tables(T);
   forward(tokens, tables, nullptr, nullptr, &terms);
@@ -269,7 +279,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens, const Positional
   const int64_t M = member_count(), B = tokens.size(1), T = tokens.size(2), D = shape_.embed;
   TORCH_CHECK(tokens.size(0) == M, "tokens carry ", tokens.size(0), " members, the model ", M);
   // Training runs at the model's context; evaluation may ask for any T every member's scheme
-  // covers (the tables may span more positions, L under randomized positions).
+  // covers (the tables may span more positions, L under position IDs other than 0..T-1).
   TORCH_CHECK(T == shape_.context || (!masks && T <= position_limit()), "tokens carry ", T,
               " positions; the model trains at ", shape_.context, " and its positional tables cover at most ",
               position_limit());

@@ -32,6 +32,7 @@
 #include "model/dropout_stream.h"
 #include "model/encoder_shape.h"
 #include "model/member.h"
+#include "model/position_ids.h"
 #include "model/positional_tables.h"
 #include "model/stacked.h"
 
@@ -90,7 +91,7 @@ class EncoderImpl : public torch::nn::Module {
 
   // tokens: (M, B, T) int64 -> logits (M, B, T, V). Dropout only when `masks` is given.
   // attention_out, when given, receives each block's attention weights (M, B, H, T, T).
-  // positions, when given (randomized positions): (M, B, T) int64, each example's positions.
+  // positions, when given (position IDs, model.position_ids): (M, B, T) int64, each example's positions.
   torch::Tensor forward(const torch::Tensor& tokens, const DropoutMasks* masks = nullptr,
                         std::vector<torch::Tensor>* attention_out = nullptr, const torch::Tensor& positions = {});
   // The same with the positional tables given (positional_tables(T), or tables a test
@@ -104,16 +105,17 @@ class EncoderImpl : public torch::nn::Module {
   // parameters), and the step back from their gradients to those parameters.
   PositionalTables positional_tables(int64_t positions);
 
-  // Randomized positions (model.random_positions, Ruoss et al. 2023). Whether any member
-  // draws its positions; the positions its tables must cover for inputs of T tokens (T, or
-  // the largest L of the members); this training step's positions (M, B, T), each member
-  // from its own stream (call once per step); the positions of evaluation examples
-  // first..first+N-1 (the same at every evaluation and for every member with the same L);
-  // members without randomized positions get 0..T-1. Undefined tensors when none draws.
-  bool random_positions() const;
+  // Position IDs (model.position_ids, model/position_ids.h). Whether any member's tokens
+  // carry IDs other than 0..T-1; the positions its tables must cover for inputs of T tokens
+  // (T, or the largest L of the members); this training step's IDs of the batch `inputs`
+  // (M, B, T), each member from its own stream (call once per step); the IDs of evaluation
+  // examples first..first+N-1, inputs (M, N, T) (the same at every evaluation and for every
+  // member with the same kind and L). Sequential members get 0..T-1; undefined tensors when
+  // every member is sequential. Coupled IDs read the inputs' tokens (on the host).
+  bool position_ids_vary() const;
   int64_t table_positions(int64_t T) const;
-  torch::Tensor training_positions(int64_t batch, int64_t T);
-  torch::Tensor evaluation_positions(int64_t first, int64_t count, int64_t T) const;
+  torch::Tensor training_positions(const torch::Tensor& inputs);
+  torch::Tensor evaluation_positions(const torch::Tensor& inputs, int64_t first) const;
   // Each example's rows of the tables (made for table_positions(T)): per_example tables.
   PositionalTables tables_at(const PositionalTables& tables, const torch::Tensor& positions) const;
   void positional_backward(const PositionalTables& tables, const PositionalTables& table_grads);
@@ -124,7 +126,7 @@ class EncoderImpl : public torch::nn::Module {
   // Whether member m rotates q and k (the rescalings apply to it).
   bool rotates(int64_t member);
   // Each block's content terms of inputs (M, N, T) without dropout (at the evaluation
-  // positions under randomized positions): (M, N, H, T, T) per block, zeros for members
+  // position IDs): (M, N, H, T, T) per block, zeros for members
   // without a content term; empty when no member has one.
   std::vector<torch::Tensor> content_terms(const torch::Tensor& tokens);
 
@@ -181,9 +183,8 @@ class EncoderImpl : public torch::nn::Module {
   std::vector<uint64_t> dropout_keys_;
   torch::Tensor dropout_key_tensor_;  // (M) int64 on the device: dropout_keys_, for dropout_masks_at
   uint64_t dropout_steps_ = 0;
-  // Randomized positions: each member's stream key and range L (0 = off), and the steps drawn.
-  std::vector<uint64_t> position_keys_;
-  std::vector<int64_t> position_ranges_;
+  // Position IDs: each member's kind, range L and stream key, and the steps drawn.
+  std::vector<MemberPositionIds> position_ids_;
   uint64_t position_steps_ = 0;
 };
 TORCH_MODULE(Encoder);

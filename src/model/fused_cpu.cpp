@@ -560,8 +560,8 @@ torch::Tensor positions_checked(const torch::Tensor& positions, const torch::Ten
   TORCH_CHECK(positions.sizes() == inputs.sizes() && positions.scalar_type() == torch::kLong, where,
               ": positions must be int64 with the inputs' shape (M, B, T)");
   auto out = positions.contiguous();
-  TORCH_CHECK(out.numel() == 0 || out.max().item<int64_t>() < table_positions, where, ": a position beyond the tables' ",
-              table_positions);
+  TORCH_CHECK(out.numel() == 0 || (out.min().item<int64_t>() >= 0 && out.max().item<int64_t>() < table_positions), where,
+              ": a position ID outside the tables' 0..", table_positions - 1);
   return out;
 }
 }  // namespace

@@ -39,7 +39,7 @@ std::string fused_cpu_unsupported(const EncoderImpl& model);
 // shapes), for the members whose tables are learned (tables.learned; zero for the others).
 // inputs, targets: (M, B, T) int64 (views with any strides); masks: this step's dropout
 // masks for the whole batch of B (as drawn by model.dropout_masks(B)), or nullptr for none.
-// positions (randomized positions): (M, B, T) int64, each example's positions; then tables
+// positions (position IDs, model.position_ids): (M, B, T) int64, each example's positions; then tables
 // are model.positional_tables(model.table_positions(T)), each example reads its rows, and
 // table_grads gathers every example's gradient back at them.
 torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& tables, const torch::Tensor& inputs,

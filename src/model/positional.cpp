@@ -59,12 +59,13 @@ const SchemeEntry* positional_entry(const std::string& name) {
 }
 
 namespace {
-// Whether a scheme's hooks read positions (so randomized positions change anything).
+// Whether a scheme's hooks read positions (so position IDs change anything).
 bool reads_positions(const std::string& name, const PositionalOptions& options) {
   const PositionalShape shape;  // any sizes the scheme accepts: only its hooks are asked
   PositionalOptions plain = options;
   plain.dape = plain.length_scale = false;
-  plain.random_positions = 0;
+  plain.position_ids = "sequential";
+  plain.position_range = 0;
   try {
     auto scheme = positional_scheme_make(name, plain, shape);
     for (const Hook* hook : scheme->hooks())
@@ -86,11 +87,11 @@ SchemeProblem positional_problem(const ModelConfig& model) {
     const std::string why = option.incompatibility(model);
     if (!why.empty()) return {"model." + option.key, "true", why};
   }
-  const int64_t L = model.positional_options.random_positions;
-  if (L != 0 && !reads_positions(model.positional, model.positional_options))
-    return {"model.random_positions", std::to_string(L),
+  const std::string& ids = model.positional_options.position_ids;
+  if (position_ids_vary(model.positional_options) && !reads_positions(model.positional, model.positional_options))
+    return {"model.position_ids", "\"" + ids + "\"",
             "applies to a scheme that reads positions; model.positional = " + model.positional +
-                " reads none (its positions, if any, come from the content)"};
+                " reads none (its positions, if any, come from the content): leave model.position_ids sequential"};
   return {};
 }
 

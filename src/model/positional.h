@@ -185,7 +185,7 @@ void positional_rules_install();
 // The entry of a name; nullptr for an unknown one.
 const SchemeEntry* positional_entry(const std::string& name);
 // Whether a model config can run: the scheme's and its options' rules, and the rules every
-// scheme shares (randomized positions need a scheme that reads positions).
+// scheme shares (position IDs need a scheme that reads positions).
 SchemeProblem positional_problem(const ModelConfig& model);
 // A member's positional: the scheme of a name with its options, and the options it turns on
 // attached; throws std::invalid_argument for an unknown name.

@@ -20,7 +20,7 @@ PositionalTableMaker::PositionalTableMaker(std::vector<std::shared_ptr<Positiona
 namespace {
 
 // Member m's table of a hook for P positions. A component with fewer rows than P (a learned
-// table of a plain member batched beside randomized-position members, whose tables span L)
+// table of a sequential member batched beside members whose position IDs span L)
 // gives all it has and zeros beyond: the member's own positions never reach those rows (the
 // config checks a learned table covers its member's contexts and L), so the zeros are never
 // read.

@@ -21,7 +21,7 @@ namespace copytask {
 struct PositionalTables {
   int64_t positions = 0;         // P
   std::vector<HookTable> hooks;  // one per hook of hook_registry(), in its order
-  // Per example (randomized positions, EncoderImpl::tables_at): each table of a hook that
+  // Per example (position IDs, EncoderImpl::tables_at): each table of a hook that
   // reads positions has a batch axis after the member axis, and positions = T.
   bool per_example = false;
   const HookTable& of(const Hook& hook) const { return hooks[hook_index(hook)]; }

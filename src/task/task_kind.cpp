@@ -141,6 +141,13 @@ OutputSources output_sources(const TaskConfig& task, const int64_t* row, int64_t
   return out;
 }
 
+void coupled_places(const TaskConfig& task, const int64_t* row, int64_t context, int64_t* places) {
+  for (int64_t t = 0; t < context; ++t) places[t] = t;
+  const OutputSources sources = output_sources(task, row, context);
+  for (int64_t j = 0; j < sources.length() && sources.output_begin() + j < context; ++j)
+    places[sources.output_begin() + j] = sources.sources[static_cast<size_t>(j)];
+}
+
 std::vector<int64_t> nth_combination(int64_t index, int64_t n, int64_t m) {
   std::vector<int64_t> places;
   int64_t next = 0;

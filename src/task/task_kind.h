@@ -84,6 +84,14 @@ struct OutputSources {
 };
 OutputSources output_sources(const TaskConfig& task, const int64_t* input_row, int64_t context);
 
+// Position coupling (Cho et al. 2024; model.position_ids = coupled): the place each token of
+// an input row takes, into places[0..context-1]. Output j takes its source's place,
+// sources[j], so an output and the token it copies are at ID distance 0 at every length;
+// every other token (content, noise, <copy>, the padding after the outputs) keeps its own
+// place t. Read from the row (output_sources), so every task kind states its coupling by
+// stating its sources.
+void coupled_places(const TaskConfig& task, const int64_t* input_row, int64_t context, int64_t* places);
+
 // The index-th combination of m places out of n in lexicographic order (ascending places).
 std::vector<int64_t> nth_combination(int64_t index, int64_t n, int64_t m);
 // C(n, m), saturated at INT64_MAX.

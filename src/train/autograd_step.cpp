@@ -23,8 +23,8 @@ torch::Tensor AutogradStep::run() {
   // This step's dropout masks, for the whole batch: chunks take their examples' share.
   std::optional<DropoutMasks> masks;
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B, /*with_buffer=*/true));
-  // Randomized positions: this step's, each member from its own stream (undefined when off).
-  const torch::Tensor positions = model_->training_positions(B, T);  // (M, B, T)
+  // Position IDs: this step's, each member from its own stream (undefined when all are sequential).
+  const torch::Tensor positions = model_->training_positions(batch.inputs);  // (M, B, T)
   adam_.zero_grad();
   // On the CPU a full batch goes through in chunks of kCpuChunkExamples examples per
   // member, whose activations stay in the caches; gradients accumulate, and the loss

@@ -19,7 +19,7 @@ DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig&
   const auto device = model->device();
   if (!batches_.full_batch())
     rows_ = torch::zeros({M * B}, torch::TensorOptions().dtype(torch::kLong).device(device));  // (M*B)
-  if (model->random_positions())
+  if (model->position_ids_vary())
     positions_buffer_ = torch::zeros({M, B, T}, torch::TensorOptions().dtype(torch::kLong).device(device));  // (M, B, T)
   dropout_step_ = torch::full({}, model->next_dropout_step(), torch::TensorOptions().dtype(torch::kLong).device(device));
   member_loss_ = torch::zeros({M}, torch::TensorOptions().device(device));  // (M)
@@ -55,8 +55,10 @@ void DeviceStep::work() {
 torch::Tensor DeviceStep::run() {
   // This step's batch into the fixed tensors (host work, before the device's).
   if (!batches_.full_batch()) rows_.copy_(torch::tensor(batches_.next_rows(), torch::kLong));  // (M*B)
-  if (positions_buffer_.defined())
-    positions_buffer_.copy_(model_->training_positions(batches_.batch_size(), positions_));
+  if (positions_buffer_.defined()) {
+    const StepBatch batch = batches_.full_batch() ? batches_.full() : batches_.at_rows(rows_);  // (M, B, T)
+    positions_buffer_.copy_(model_->training_positions(batch.inputs));
+  }
   model_->train();
   const bool replay = capture_ && capture_failure_.empty() && steps_run_ >= kWarmupSteps;
   if (replay && !graph_) {

@@ -67,9 +67,9 @@ class DeviceStep final : public TrainingStep {
   std::unique_ptr<CudaGraph> graph_;
   int64_t steps_run_ = 0;
   // The step's fixed tensors: inputs (a full batch's views, batches_.full(), or a
-  // minibatch's rows), randomized positions, the dropout step count, the loss the work writes.
+  // minibatch's rows), the position IDs, the dropout step count, the loss the work writes.
   torch::Tensor rows_;                        // (M*B) int64, minibatches only
-  torch::Tensor positions_buffer_;            // (M, B, T) int64, randomized positions only
+  torch::Tensor positions_buffer_;            // (M, B, T) int64, position IDs other than 0..T-1 only
   torch::Tensor dropout_step_;                // () int64: the step dropout_masks would draw
   torch::Tensor member_loss_;                 // (M)
 };

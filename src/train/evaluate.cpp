@@ -15,7 +15,7 @@ torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vec
                            int64_t first) {
   torch::NoGradGuard no_grad;
   const int64_t T = inputs.size(2);
-  const torch::Tensor positions = model->evaluation_positions(first, inputs.size(1), T);  // (M, N, T) or undefined
+  const torch::Tensor positions = model->evaluation_positions(inputs, first);  // (M, N, T) or undefined
   if (fused_cpu_unsupported(*model).empty())
     return fused_cpu_forward(*model, model->positional_tables(model->table_positions(T)), inputs, attention_out, positions);
   return model->forward(inputs, nullptr, attention_out, positions);

@@ -34,8 +34,8 @@ torch::Tensor FusedCpuStep::run() {
   // no buffer is filled.
   std::optional<DropoutMasks> masks;
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks(B, /*with_buffer=*/false));
-  // Randomized positions: this step's, each member from its own stream (undefined when off).
-  const torch::Tensor positions = model_->training_positions(B, T);  // (M, B, T)
+  // Position IDs: this step's, each member from its own stream (undefined when all are sequential).
+  const torch::Tensor positions = model_->training_positions(batch.inputs);  // (M, B, T)
   // The whole batch, example by example, gradients set (not accumulated); then the tables'
   // gradients on to the schemes' parameters.
   const PositionalTables tables = model_->positional_tables(model_->table_positions(T));

@@ -33,8 +33,8 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
   double training = 4 * 4 * M * P;
   // The fused CPU step: up to 16 partial gradients of every member (with the tables'
   // gradients) and each member's copies of its weights; the minibatch's tokens.
-  // (Randomized positions make the tables for L positions, and each example gathers its rows.)
-  const double Pt = std::max(T, static_cast<double>(o.random_positions));
+  // (Position IDs other than 0..T-1 make the tables for L positions, and each example gathers its rows.)
+  const double Pt = std::max(T, static_cast<double>(o.position_range));
   const double tables = Pt * D + Pt * D / H / 2 + H * Pt * Pt;
   training += 4 * M * 16 * (P + tables) + 4 * 2 * M * P;
   if (c.train.batch_size > 0) training += 2 * 8 * M * B * T;

@@ -1,6 +1,6 @@
 #pragma once
 // SplitMix64 (Steele, Lea and Flood 2014): the one mixing function behind every
-// counter-based stream of copytask (dropout masks, randomized positions, per-member seeds).
+// counter-based stream of copytask (dropout masks, position IDs, per-member seeds).
 #include <cstdint>
 
 // Functions the GPU's kernels share with the CPU (compiled by nvcc as well as g++).

@@ -3,7 +3,8 @@
 
 For every tests/fixtures/parity_*.json: the fixture's parameters become a checkpoint
 (float32, a leading member axis of size 1, as in a member's model.pt), its config and
-options a result.json "model" entry; forward() on the fixture's tokens must give the
+options a result.json "model" entry; forward() on the fixture's tokens (at its position IDs
+where it has them) must give the
 fixture's logits and attention, in float32, within float32 tolerance. The fixtures are
 found by listing the folder and matched with the variants python/copytask_ref declares
 (and the causal flags their schemes take). Prints the largest differences; exits non-zero
@@ -43,8 +44,9 @@ def check(path):
     model["dropout"] = 0.0
     model.update(config.get("options", {}))
     tokens = torch.tensor(fixture["tokens"], dtype=torch.int64)
+    ids = torch.tensor(fixture["positions"], dtype=torch.int64) if "positions" in fixture else None
     with torch.no_grad():
-        logits, attention = forward(params, model, tokens)
+        logits, attention = forward(params, model, tokens, ids)
     assert logits.dtype == torch.float32 and all(a.dtype == torch.float32 for a in attention), \
         "the forward computes in float32"
     logits_diff = (logits.double() - tensor(fixture["logits"])).abs().max().item()

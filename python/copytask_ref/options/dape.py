@@ -32,8 +32,8 @@ class DAPE(PositionalOption):
         draws.assign(self.bias2, draws.uniform(gen, tuple(self.bias2.shape), W))
 
     def forward(self, block, scores, bias):
-        """scores (B, H, T, T), bias (H, T, T) -> C (B, H, T, T)."""
-        u = torch.cat([scores, bias[None].expand_as(scores)], dim=1)   # (B, 2H, T, T)
+        """scores (B, H, T, T), bias (H, T, T) or per example (B, H, T, T) -> C (B, H, T, T)."""
+        u = torch.cat([scores, bias.expand_as(scores)], dim=1)         # (B, 2H, T, T)
         u = u.permute(0, 2, 3, 1)                                       # (B, T, T, 2H)
         hidden = F.leaky_relu(u @ self.weight1[block] + self.bias1[block], 0.01)   # (B, T, T, W)
         out = hidden @ self.weight2[block] + self.bias2[block]          # (B, T, T, H)

@@ -149,6 +149,7 @@ SCHEME = Scheme(
         Variant("alibi_two_sided", 7, {"alibi_direction": "two-sided", "alibi_learned": True}),
         Variant("alibi_learned", 8, {"alibi_learned": True}),
         Variant("alibi_dape", 19, {"dape": True, "dape_hidden": 6}),
+        Variant("alibi_coupled", 45, {"alibi_slopes": [0.5, 0.125]}, position_ids="coupled"),
     ),
     parameter_shapes=parameter_shapes,
     zero_gradients=zero_gradients,

@@ -85,6 +85,7 @@ SCHEME = Scheme(
         Variant("dynamic", 10, {"bias_mlp_hidden": 6}),
         Variant("dynamic_log", 11, {"bias_mlp_hidden": 6, "dynamic_depth": 3, "dynamic_log_distance": True}),
         Variant("dynamic_dape", 21, {"bias_mlp_hidden": 6, "dape": True, "dape_hidden": 6}),
+        Variant("dynamic_coupled", 48, {"bias_mlp_hidden": 6}, position_ids="coupled"),
     ),
     parameter_shapes=parameter_shapes,
     check_model=check_model,

@@ -115,6 +115,7 @@ SCHEME = Scheme(
     variants=(
         Variant("fire", 13, {"bias_mlp_hidden": 6, "fire_threshold": 4.0}),
         Variant("fire_dape", 23, {"bias_mlp_hidden": 6, "fire_threshold": 4.0, "dape": True, "dape_hidden": 6}),
+        Variant("fire_coupled", 47, {"bias_mlp_hidden": 6, "fire_threshold": 4.0}, position_ids="coupled"),
     ),
     parameter_shapes=parameter_shapes,
     check_model=check_model,

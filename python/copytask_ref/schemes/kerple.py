@@ -51,6 +51,7 @@ SCHEME = Scheme(
         Variant("kerple", 12),
         Variant("kerple_dape", 22, {"dape": True, "dape_hidden": 6}),
         Variant("kerple_dape_length_scale", 30, {"dape": True, "dape_hidden": 6, "length_scale": True}),
+        Variant("kerple_coupled", 49, position_ids="coupled"),
     ),
     parameter_shapes=lambda config: {"log_r1": (config.heads,), "log_r2": (config.heads,)},
     check_model=check_model,

@@ -1,4 +1,5 @@
-"""learned: a learned table of (context, D) added to the token embedding."""
+"""learned: a learned table of (R, D) added to the token embedding, R = learned_positions,
+or the context when 0."""
 
 import dataclasses
 
@@ -31,16 +32,23 @@ def from_checkpoint(config, params):
 def check_model(run):
     """Adding the table to zeros gives the table."""
     pos = run.positional
-    x = torch.zeros(1, run.config.context, run.config.embed, dtype=torch.float64)
+    x = torch.zeros(1, rows(run.config), run.config.embed, dtype=torch.float64)
     assert torch.equal(pos.add_to_embedding(x)[0], pos.table)
+
+
+def rows(config):
+    """R: learned_positions, or the context when 0."""
+    return config.options.get("learned_positions") or config.context
 
 
 SCHEME = Scheme(
     name="learned",
-    summary="x + positional.table (T, D)",
-    build=lambda config, dtype: Learned(config.context, config.embed, dtype),
-    variants=(Variant("learned", 2),),
-    parameter_shapes=lambda config: {"table": (config.context, config.embed)},
+    summary="x + positional.table (R, D)",
+    build=lambda config, dtype: Learned(rows(config), config.embed, dtype),
+    defaults={"learned_positions": 0},
+    variants=(Variant("learned", 2),
+              Variant("learned_random", 41, {"learned_positions": 24}, position_ids="random")),
+    parameter_shapes=lambda config: {"table": (rows(config), config.embed)},
     checkpoint_names={"pos_emb": "positional.table"},   # before schemes owned their parameters
     from_checkpoint=from_checkpoint,
     check_model=check_model,

@@ -104,6 +104,8 @@ SCHEME = Scheme(
         Variant("rope", 3),
         Variant("rope_partial", 4, {"rope_fraction": 0.5, "rope_base": 100.0}),
         Variant("rope_length_scale", 25, {"length_scale": True}),
+        Variant("rope_offset", 42, position_ids="offset"),
+        Variant("rope_coupled", 43, position_ids="coupled"),
     ),
     check_static=check_static,
     check_model=check_model,

@@ -40,6 +40,6 @@ SCHEME = Scheme(
     name="sinusoidal",
     summary="x + PE, the sine and cosine table",
     build=lambda config, dtype: Sinusoidal(dtype),
-    variants=(Variant("sinusoidal", 1),),
+    variants=(Variant("sinusoidal", 1), Variant("sinusoidal_coupled", 40, position_ids="coupled")),
     check_static=check_static,
 )

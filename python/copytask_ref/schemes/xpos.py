@@ -161,6 +161,7 @@ SCHEME = Scheme(
         Variant("xpos", 14, {"xpos_scale_base": 8.0}),
         Variant("xpos_partial", 15, {"xpos_scale_base": 8.0, "rope_fraction": 0.5, "rope_base": 100.0}),
         Variant("xpos_length_scale", 29, {"xpos_scale_base": 8.0, "length_scale": True}),
+        Variant("xpos_offset", 44, {"xpos_scale_base": 8.0}, position_ids="offset"),
     ),
     check_static=check_static,
     check_model=check_model,

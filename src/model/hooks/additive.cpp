@@ -20,7 +20,7 @@ class CpuAdditive : public cpu::CpuHook {
   CpuAdditive(const CpuHookMaking& making)
       : table_(making.table), T_(making.shape->T), D_(making.shape->D), gathers_(making.gathers),
         wants_grad_(making.wants_grad), positions_(making.positions) {}
-  // Under randomized positions: the example's rows (T, D), then their gradient (T, D).
+  // Under position IDs other than 0..T-1: the example's rows (T, D), then their gradient (T, D).
   int64_t workspace_floats() const override { return gathers_ ? 2 * T_ * D_ : 0; }
   int64_t grad_floats() const override { return wants_grad_ ? positions_ * D_ : 0; }
 

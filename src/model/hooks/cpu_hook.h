@@ -6,7 +6,7 @@
 //
 // Per example the step calls, for each of the member's hooks:
 //   example_begin                  its view of the table (its rows at the example's
-//                                  positions under randomized positions) and a zeroed
+//                                  IDs (model.position_ids)) and a zeroed
 //                                  gradient for them
 //   embedding_forward / ..._backward, query_key_forward / ..._backward,
 //   score_bias / scores_forward / scores_backward, softmax_forward / softmax_backward
@@ -33,7 +33,7 @@ struct Shape {
 
 // One example as one of a member's hooks sees it.
 struct HookExample {
-  const int64_t* positions = nullptr;  // T increasing rows of the table (randomized positions), or null: rows 0..T-1
+  const int64_t* positions = nullptr;  // T rows of the table: the example's position IDs (model.position_ids), or null: rows 0..T-1
   bool causal = false;
   float* work = nullptr;               // this hook's workspace_floats() floats for this example
   float* grad = nullptr;               // the member's gradient of this hook's table (its slot in the step's

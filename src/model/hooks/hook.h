@@ -2,7 +2,7 @@
 // A hook: a place where a positional scheme acts on the model, and everything about it
 // (docs/design.md section 2). Each hook is one file in src/model/hooks/ that owns
 //   - its table: the shape of one member's table at P positions (a scheme makes it),
-//   - its LibTorch application at its site (apply, below), with randomized positions'
+//   - its LibTorch application at its site (apply, below), with the position IDs'
 //     gather of each example's rows,
 //   - its forward and backward on the fused CPU step (cpu(), model/hooks/cpu_hook.h), the
 //     gather and the scatter of its table's gradient there,
@@ -44,7 +44,7 @@ enum class HookSite { embedding, query_key, scores, softmax };
 // One hook's tables for the members of a batch.
 struct HookTable {
   // (M, ...) the members' tables stacked (zeros for members without this hook, which a hook
-  // whose table stacks must treat as "no effect"); per example under randomized positions,
+  // whose table stacks must treat as "no effect"); per example under position IDs (model.position_ids),
   // (M, B, ...) for a hook that reads positions. Undefined when no member has the hook, or
   // for a hook whose tables do not stack (members below).
   torch::Tensor stacked;
@@ -65,7 +65,7 @@ struct HookTable {
 // changes what its site changes (x; q and k; logits).
 struct SiteState {
   int64_t block = -1;             // the block (attention sites); -1 at the embedding
-  bool per_example = false;       // the tables carry a batch axis (randomized positions)
+  bool per_example = false;       // the tables carry a batch axis (position IDs other than 0..T-1)
   torch::Tensor x;                // embedding: (M, B, T, D), in and out
   torch::Tensor input;            // attention sites: the attention's input ln1(x), (M, B, T, D)
   torch::Tensor q, k;             // (M, B, H, T, Dh): in and out at query_key, read after
@@ -100,7 +100,7 @@ struct CpuHookMaking {
   const cpu::Shape* shape = nullptr;
   bool causal = false;
   bool wants_grad = false;        // the step returns this table's gradient (the table is learned)
-  bool gathers = false;           // randomized positions: each example reads its own rows
+  bool gathers = false;           // position IDs: each example reads its own rows
   PositionalScheme* owner = nullptr;
 };
 
@@ -114,9 +114,9 @@ class Hook {
   // (each member's has its own size: content).
   virtual std::vector<int64_t> table_shape(const EncoderShape& shape, int64_t positions) const = 0;
   bool stacks() const { return !table_shape(EncoderShape{}, 1).empty(); }
-  // Whether the table has rows per position, which randomized positions gather per example.
+  // Whether the table has rows per position, which position IDs gather per example.
   virtual bool reads_positions() const = 0;
-  // Randomized positions: each example's rows of the stacked tables (M, P, ...) at its
+  // Position IDs: each example's rows of the stacked tables (M, P, ...) at its
   // positions (M, B, T) int64 -> (M, B, ...). Called only when reads_positions().
   virtual torch::Tensor gather(const torch::Tensor& stacked, const torch::Tensor& positions) const {
     return stacked;

@@ -1,6 +1,6 @@
 #pragma once
 // What the hooks whose tables have a row per position share (additive, rotation, qk_scale):
-// randomized positions' gather of each example's rows, in LibTorch and on the fused CPU
+// the position IDs' gather of each example's rows, in LibTorch and on the fused CPU
 // step, and the scatter of their gradient back. Shapes: M members, B batch, T positions,
 // P table positions, W floats per row.
 #include <cstdint>

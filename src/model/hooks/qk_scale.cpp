@@ -65,7 +65,7 @@ class CpuQkScale : public CpuHook {
     auto scale = log_scale.exp().contiguous();
     scale_.assign(scale.data_ptr<float>(), scale.data_ptr<float>() + scale.numel());
   }
-  // Under randomized positions: the example's q and k scales (T, R) each, then their gradients.
+  // Under position IDs other than 0..T-1: the example's q and k scales (T, R) each, then their gradients.
   int64_t workspace_floats() const override { return gathers_ ? 4 * s_.T * R_ : 0; }
   int64_t grad_floats() const override { return wants_grad_ ? 2 * P_ * R_ : 0; }
 

@@ -59,7 +59,7 @@ void rotation_backward(float* grad, const float* rotated, int64_t row_stride, co
 }
 
 // One member's rotation on the fused CPU step: the cos and sin of its angles, made once per
-// step; under randomized positions each example's rows of them, and its angles' gradient.
+// step; under position IDs (model.position_ids) each example's rows of them, and its angles' gradient.
 class CpuRotation : public CpuHook {
  public:
   explicit CpuRotation(const CpuHookMaking& making)
@@ -71,7 +71,7 @@ class CpuRotation : public CpuHook {
     cos_.assign(cos.data_ptr<float>(), cos.data_ptr<float>() + cos.numel());
     sin_.assign(sin.data_ptr<float>(), sin.data_ptr<float>() + sin.numel());
   }
-  // Under randomized positions: the example's cos (T, Dh/2), sin (T, Dh/2), angles' gradient (T, Dh/2).
+  // Under position IDs other than 0..T-1: the example's cos (T, Dh/2), sin (T, Dh/2), angles' gradient (T, Dh/2).
   int64_t workspace_floats() const override { return gathers_ ? 3 * s_.T * R_ : 0; }
   int64_t grad_floats() const override { return wants_grad_ ? P_ * R_ : 0; }
 

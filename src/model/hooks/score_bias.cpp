@@ -22,7 +22,7 @@ class CpuScoreBias : public CpuHook {
   explicit CpuScoreBias(const CpuHookMaking& making)
       : table_(making.table), s_(*making.shape), P_(making.positions), gathers_(making.gathers),
         wants_grad_(making.wants_grad) {}
-  // Under randomized positions: the example's bias (H, T, T), then its gradient (H, T, T).
+  // Under position IDs other than 0..T-1: the example's bias (H, T, T), then its gradient (H, T, T).
   int64_t workspace_floats() const override { return gathers_ ? 2 * s_.H * s_.T * s_.T : 0; }
   int64_t grad_floats() const override { return wants_grad_ ? s_.H * P_ * P_ : 0; }
 
@@ -43,7 +43,7 @@ class CpuScoreBias : public CpuHook {
       for (int64_t i = 0; i < T; ++i)
         for (int64_t j = 0; j < T; ++j) e.grad[(h * P_ + pos[i]) * P_ + pos[j]] += e.work[n + (h * T + i) * T + j];
   }
-  // Without randomized positions the table covers exactly the example's T positions.
+  // With rows 0..T-1 the table covers exactly the example's T positions.
   const float* score_bias(const HookExample& e) const override { return e.positions ? e.work : table_; }
   float* score_bias_grad(const HookExample& e) const override {
     if (!e.grad) return nullptr;

@@ -60,6 +60,13 @@ SchemeEntry xpos_scheme() {
               return std::string("xpos scales q_i . k_j by zeta^((i - j) / gamma) with zeta < 1, which grows without "
                                  "bound for keys to the right of the query (j > i); it is defined with the causal "
                                  "mask only: set model.causal=true, or use rope");
+            // Coupled IDs put keys ahead of the query in ID even under the mask (an output
+            // carries its source's ID and sees the later input tokens), where the scale grows.
+            if (model.positional_options.position_ids == "coupled")
+              return std::string("xpos's scale zeta^((i - j) / gamma) grows without bound where a key's ID is ahead "
+                                 "of the query's (j > i), which coupled IDs make under the causal mask too (an output "
+                                 "carries its source's ID and sees the input after it): use model.position_ids = "
+                                 "offset, or rope");
             return rope_shape_problem(model.positional_options, model.embed, model.heads);
           },
           [](const PositionalOptions& options, const PositionalShape& shape) {
