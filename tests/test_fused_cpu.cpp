@@ -9,16 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <set>
 
 #include <gtest/gtest.h>
 
 #include "cpu_variants.h"
 #include "model/fused_cpu.h"
 #include "model/hooks/registry.h"
-#include "model/position_ids.h"
 #include "task/copy_task.h"
-#include "task/task_kind.h"
 #include "test_util.h"
 #include "train/train_data.h"
 #include "train/trainer.h"
@@ -426,90 +423,6 @@ TEST_P(FusedCpu, PositionIdsOfEveryKindGiveAutogradsLossAndGradients) {
     EXPECT_GT(test::max_abs_diff(fused_at, fused_cpu_forward(*model, model->positional_tables(40), inputs, nullptr, positions)),
               1e-3)
         << kind;
-  }
-}
-
-TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
-  const int64_t T = 10, L = 40, draws = 20000;
-  std::vector<int64_t> counts(L, 0), row(T);
-  for (int64_t d = 0; d < draws; ++d) {
-    random_positions_draw(static_cast<uint64_t>(d) * 7919 + 1, T, L, row.data());
-    for (int64_t t = 0; t < T; ++t) {
-      ASSERT_TRUE(row[t] >= 0 && row[t] < L) << row[t];
-      if (t > 0) {
-        ASSERT_LT(row[t - 1], row[t]) << "sorted and distinct";
-      }
-      ++counts[row[t]];
-    }
-  }
-  // Every position is as likely as any other: T/L of the draws each (4 sigma).
-  const double expected = static_cast<double>(draws) * T / L, sigma = std::sqrt(expected * (1.0 - double(T) / L));
-  for (int64_t p = 0; p < L; ++p) EXPECT_NEAR(static_cast<double>(counts[p]), expected, 4 * sigma) << "position " << p;
-  // T = L leaves one choice: 0..L-1.
-  random_positions_draw(99, L, L, std::vector<int64_t>(L).data());
-
-  // Per member: from its own seed, another step another draw, a member without them 0..T-1.
-  PositionalOptions random;
-  random.position_ids = "random";
-  random.position_range = L;
-  Encoder model(test::small_shape(),
-                std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random), MemberSpec("b", 1, "rope", false, random),
-                                        MemberSpec("c", 0, "sinusoidal", false, random), MemberSpec("d", 2, "rope")},
-                torch::kCPU);
-  Encoder again(test::small_shape(), std::vector<MemberSpec>{MemberSpec("a", 0, "rope", false, random)}, torch::kCPU);
-  const torch::Tensor tokens = torch::zeros({4, 5, T}, torch::kLong);  // (M, B, T): random IDs read no token
-  const torch::Tensor first = model->training_positions(tokens), second = model->training_positions(tokens);
-  EXPECT_FALSE(torch::equal(first[0], first[1])) << "other seeds, other positions";
-  EXPECT_TRUE(torch::equal(first[0], first[2])) << "the same seed draws the same, whatever the scheme";
-  EXPECT_TRUE(torch::equal(first[3], torch::arange(T).expand({5, T}))) << "a member without them";
-  EXPECT_FALSE(torch::equal(first[0], second[0])) << "each step its own draw";
-  EXPECT_TRUE(torch::equal(again->training_positions(tokens.narrow(0, 0, 1))[0], first[0])) << "alone as in a batch";
-  // Evaluation: the same every time, and the same for every member with the same L.
-  const torch::Tensor four = tokens.narrow(1, 0, 4), three = tokens.narrow(1, 0, 3);  // (M, 4 | 3, T)
-  const torch::Tensor eval = model->evaluation_positions(four, 3);
-  EXPECT_TRUE(torch::equal(eval, model->evaluation_positions(four, 3)));
-  EXPECT_TRUE(torch::equal(eval[0], eval[1]));
-  EXPECT_TRUE(torch::equal(eval[0].narrow(0, 1, 3), model->evaluation_positions(three, 4)[0])) << "a chunk draws its share";
-}
-
-// Offset and coupled IDs are what their kinds say: in training s..s+T-1 with s in 0..L-T,
-// drawn per member, step and example (every start reached); in evaluation s = 0; coupled
-// outputs at their sources' IDs, for every task kind, every other token at s + t.
-TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
-  const int64_t T = 10, L = 16, B = 300;
-  for (const std::string kind : {"copy", "reverse", "selective"}) {
-    TaskConfig task;
-    task.kind = kind;
-    task.examples = 2 * B;
-    const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs.narrow(0, 0, B);  // (B, T)
-    EncoderShape shape = test::small_shape();
-    shape.task_kind = kind;
-    PositionalOptions offset, coupled;
-    offset.position_ids = "offset";
-    coupled.position_ids = "coupled";
-    offset.position_range = coupled.position_range = L;
-    Encoder model(shape, std::vector<MemberSpec>{MemberSpec("o", 0, "rope", false, offset), MemberSpec("c", 0, "rope", false, coupled)},
-                  torch::kCPU);
-    const torch::Tensor inputs = rows.unsqueeze(0).expand({2, B, T});  // (M, B, T): a full batch's view
-    for (bool training : {true, false}) {
-      const torch::Tensor ids = training ? model->training_positions(inputs) : model->evaluation_positions(inputs, 0);
-      std::set<int64_t> starts;
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t* row = rows[b].data_ptr<int64_t>();
-        const OutputSources sources = output_sources(shape.task(), row, T);
-        const int64_t s = ids[0][b][0].item<int64_t>(), c = ids[1][b][0].item<int64_t>();
-        EXPECT_TRUE(training ? (s >= 0 && s <= L - T) : s == 0) << s;
-        starts.insert(s);
-        for (int64_t t = 0; t < T; ++t) {
-          EXPECT_EQ(ids[0][b][t].item<int64_t>(), s + t);
-          const int64_t j = t - sources.output_begin();
-          const bool output = j >= 0 && j < sources.length();
-          EXPECT_EQ(ids[1][b][t].item<int64_t>(), c + (output ? sources.sources[static_cast<size_t>(j)] : t))
-              << kind << " example " << b << " position " << t;
-        }
-      }
-      if (training) EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
-    }
   }
 }
 
