@@ -17,6 +17,7 @@
 #                               # times this build with its AVX2 kernels forced
 #                               # (COPYTASK_CPU_KERNEL=x86-64-v3) beside BEFORE, and with its
 #                               # AVX-512 ones (x86-64-v4) where the CPU has them
+#                               # case 8 times each kind of position IDs beside sequential (this build)
 #   CASES="3 7" scripts/bench.sh
 #                               # only these cases (default: all)
 # Every copytask row also says which CPU kernels ran (x86-64-v4, x86-64-v3, generic) and the
@@ -33,7 +34,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 before=${BEFORE:-}
-cases=${CASES:-1 2 3 4 5 6 7}
+cases=${CASES:-1 2 3 4 5 6 7 8}
 want() { [[ " $cases " == *" $1 "* ]]; }
 # copytask_case KEY bench-arguments...: times this build (and the BEFORE binary, the two
 # alternating, twice each, the better median kept for each) into $out/copytask_KEY.json.
@@ -148,6 +149,21 @@ for i in "${!new_schemes[@]}"; do
 done
 fi
 
+# Position IDs (model.position_ids): each kind beside sequential, this build only (BEFORE may
+# not know the key), alternating in two rounds, the better median kept for each: rope on the
+# quick recipe's batches and on the reference protocol's full batch of one member.
+if want 8; then
+echo "== case 8: position IDs, each kind beside sequential (rope; quick recipe, and the full batch of one member)"
+for round in 1 2; do
+  for kind in sequential random offset coupled; do
+    build/copytask bench --config configs/quick.json model.positional=rope model.position_ids=$kind --warmup 10 \
+      --steps $((5 * steps)) --json "$out/ids_quick_${kind}_$round.json" > "$out/ids_quick_${kind}_$round.log"
+    build/copytask bench --config configs/reference.json model.positional=rope model.position_ids=$kind train.seeds=[0] \
+      --warmup 2 --steps "$steps" --json "$out/ids_full_${kind}_$round.json" > "$out/ids_full_${kind}_$round.log"
+  done
+done
+fi
+
 # AVX2-only machines must not get slower: this build with its x86-64-v3 kernels forced, beside
 # BEFORE (which ignores the variable), on the reference study's and the quick recipe's batches;
 # and where the CPU has AVX-512, the study with the x86-64-v4 kernels forced.
@@ -258,6 +274,17 @@ if compared:
             target = f">= 0.95x (not slower): {'met' if ratio >= 0.95 else 'NOT met'}"
         print(f"{label:34} {c['member_steps_per_second']:10.2f} m-s/s {b['member_steps_per_second']:10.2f} m-s/s "
               f"{ratio:6.3f}x   {target}")
+if have("ids_quick_sequential_1.json"):
+    print()
+    print(f"{'position IDs (rope)':34} {'this build':>16} {'sequential':>16} {'ratio':>7}   target")
+    for recipe, label in (("quick", "quick, 3 seeds, batch 128"), ("full", "full batch, 1 member")):
+        def best(kind):
+            return max(load(f"ids_{recipe}_{kind}_{r}.json")["member_steps_per_second"] for r in (1, 2))
+        base = best("sequential")
+        for kind in ("random", "offset", "coupled"):
+            ratio = best(kind) / base
+            print(f"{kind + ', ' + label:34} {best(kind):10.2f} m-s/s {base:10.2f} m-s/s {ratio:6.3f}x   "
+                  f">= 0.90x: {'met' if ratio >= 0.90 else 'NOT met'}")
 if have("quick_seconds"):
     with open(os.path.join(out, "quick_seconds")) as f:
         quick_seconds = float(f.read())

@@ -56,6 +56,17 @@ std::string y_axis(const LinearScale& y, const std::vector<double>& ticks, doubl
   return out;
 }
 
+// About `target` ticks at whole numbers of lo..hi: the nice ticks when they are whole, else
+// every n-th whole number (a length of 2.5 tokens means nothing).
+std::vector<double> whole_ticks(double lo, double hi, int target) {
+  std::vector<double> ticks = html::nice_ticks(lo, hi, target);
+  if (std::all_of(ticks.begin(), ticks.end(), [](double t) { return t == std::round(t); })) return ticks;
+  const double step = std::max(1.0, std::ceil((hi - lo) / target));
+  ticks.clear();
+  for (double t = std::ceil(lo); t <= hi + 1e-9; t += step) ticks.push_back(t);
+  return ticks;
+}
+
 // Vertical grid lines, tick labels and title of an x axis along `bottom`.
 std::string x_axis(const LinearScale& x, const std::vector<double>& ticks, double bottom, double top,
                    const std::string& title) {
@@ -252,7 +263,8 @@ std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta,
 
   std::string out = y_axis(y, html::nice_ticks(y_domain.first, y_domain.second, 5), left, left + plot_w,
                            axes.y_label, 18);
-  out += x_axis(x, html::nice_ticks(x_domain.first, x_domain.second, 8), top + plot_h, top, axes.x_label);
+  out += x_axis(x, axes.whole_x ? whole_ticks(x_domain.first, x_domain.second, 8) : html::nice_ticks(x_domain.first, x_domain.second, 8),
+                top + plot_h, top, axes.x_label);
   if (axes.zero_line && y_domain.first < 0 && y_domain.second > 0)
     out += line(left, y(0), left + plot_w, y(0), "#999", 1, attr("stroke-dasharray", "4 3"));
   if (axes.x_marker && axes.x_marker->first >= x_domain.first && axes.x_marker->first <= x_domain.second) {

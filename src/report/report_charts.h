@@ -48,6 +48,7 @@ struct Axes {
   bool zero_line = false;  // a horizontal rule at y = 0
   // A vertical rule at x with its label at the top (e.g. the longest trained length).
   std::optional<std::pair<double, std::string>> x_marker;
+  bool whole_x = false;  // x counts something (a length, an index): ticks at whole numbers only
 };
 std::string line_chart(const std::vector<Series>& series, const ChartMeta& meta, const Axes& axes, double width,
                        double height);

@@ -151,7 +151,7 @@ std::string section_accuracy(const StudyView& view) {
       return summary ? number_at(*summary, "mean") : NAN;
     };
     summary_rows.push_back({scheme_cell(view, name), text_cell(view.positional(name)),
-                            text_cell(view.causal(name) ? "yes" : "no"), number_cell(number_at(s, "n"), 0),
+                            text_cell(view.causal(name) ? "yes" : "no"), text_cell(view.position_ids(name)), number_cell(number_at(s, "n"), 0),
                             number_cell(bar.mean, 4), number_cell(number_at(s, "std"), 4),
                             number_cell(number_at(s, "min"), 4), number_cell(number_at(s, "max"), 4),
                             {bar.ci95 ? "[" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]"
@@ -168,7 +168,7 @@ std::string section_accuracy(const StudyView& view) {
       figure(chart,
              "Test exact-match (the whole output right) per scheme. Bar: mean over seeds; dots: each seed; "
              "error bar: 95% Student-t interval of the mean (none with one seed). Hover for the numbers.") +
-          table({"scheme", "positional", "causal", "n", "test exact", "std", "min", "max", "95% CI", "test token",
+          table({"scheme", "positional", "causal", "position IDs", "n", "test exact", "std", "min", "max", "95% CI", "test token",
                  "train exact", "final loss"},
                 summary_rows, "summary") +
           note("n seeds; test exact is their mean, with its standard deviation, range and 95% interval; test "
@@ -354,6 +354,7 @@ LengthLines length_lines(const StudyView& view, const ByLength& data, const std:
 charts::Axes length_axes(const ByLength& data, const std::string& y_label) {
   charts::Axes axes;
   axes.x_label = "content length k (tokens before <copy>)";
+  axes.whole_x = true;
   axes.y_label = y_label;
   axes.x_domain = std::make_pair(*data.lengths.begin() - 0.5, *data.lengths.rbegin() + 0.5);
   axes.y_domain = std::make_pair(0.0, 1.0);

@@ -128,6 +128,22 @@ std::string StudyView::positional(const std::string& scheme) const {
   return "";
 }
 
+std::string StudyView::position_ids(const std::string& scheme) const {
+  auto read = [](const json* ids, const json* old) -> std::string {
+    if (ids && ids->is_string()) return ids->get<std::string>();
+    if (old && old->is_number_integer() && old->get<int64_t>() > 0) return "random";
+    return "";
+  };
+  std::string own = read(scheme_override(inputs_.config, scheme, "model.position_ids"),
+                         scheme_override(inputs_.config, scheme, "model.random_positions"));
+  if (!own.empty()) return own;
+  if (const json* model = member(inputs_.config, "model")) {
+    const std::string base = read(member(*model, "position_ids"), member(*model, "random_positions"));
+    if (!base.empty()) return base;
+  }
+  return "sequential";
+}
+
 std::string StudyView::token_name(int64_t token) const {
   if (token == 0) return "_";
   if (vocab_size_ > 1 && token == vocab_size_ - 1) return "\u25B8";

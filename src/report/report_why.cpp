@@ -173,6 +173,7 @@ std::string section_why(const StudyView& view) {
                     number_cell(entropy.y.empty() ? NAN : entropy.y.back(), 3)});
     charts::Axes error_axes;
     error_axes.x_label = "content length k";
+    error_axes.whole_x = true;
     error_axes.y_label = "share of the outputs";
     error_axes.y_domain = std::make_pair(0.0, 1.0);
     if (std::isfinite(train_max_len)) error_axes.x_marker = std::make_pair(train_max_len + 0.5, "trained");
@@ -188,6 +189,7 @@ std::string section_why(const StudyView& view) {
   const std::string trained = std::isfinite(train_max_len) ? "trained up to k = " + html::compact(train_max_len) : "";
   charts::Axes attention_axes;
   attention_axes.x_label = "content length k";
+  attention_axes.whole_x = true;
   attention_axes.y_label = "attention on the source";
   attention_axes.y_domain = std::make_pair(0.0, 1.0);
   if (!trained.empty()) attention_axes.x_marker = std::make_pair(train_max_len + 0.5, trained);
@@ -196,6 +198,7 @@ std::string section_why(const StudyView& view) {
   entropy_axes.y_domain.reset();
   charts::Axes position_axes;
   position_axes.x_label = "output index j (k = " + std::to_string(longest) + ")";
+  position_axes.whole_x = true;
   position_axes.y_label = "share right";
   position_axes.y_domain = std::make_pair(0.0, 1.0);
   if (std::isfinite(train_max_len))
