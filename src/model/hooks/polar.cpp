@@ -207,7 +207,7 @@ class PolarHook : public Hook {
     auto k_tilde = torch::cat({k_magnitude * k_phase.cos(), k_magnitude * k_phase.sin()}, -1);  // (M, B, H, T, 2Dh)
     auto polar = torch::matmul(q_tilde, k_tilde.transpose(-1, -2)) / std::sqrt(static_cast<double>(Dh));  // (M, B, H, T, T)
     // First at the scores site: state.logits are still the plain scores, which it replaces.
-    state.logits = torch::where(table.used_flags.view({M, 1, 1, 1, 1}), polar, state.logits);
+    state.logits = torch::where(table.used_flags.view({M, 1, 1, 1, 1}), polar, state.logits);  // (M, B, H, T, T)
   }
   std::unique_ptr<cpu::CpuHook> cpu(const CpuHookMaking& making) const override {
     return std::make_unique<cpu::CpuPolar>(making);
