@@ -1,7 +1,7 @@
 // The schemes that read the content or scale attention, against their closed forms written
 // out here with loops, independently of the scheme files (docs/schemes.md): xpos's scale,
 // the length scale's multiplier, CoPE's counts and interpolation, FoX's gate sums, DAPE's
-// MLP, and RoPE's rescalings for evaluation (position interpolation, NTK, YaRN).
+// MLP, PoPE's polar score, and RoPE's rescalings for evaluation (position interpolation, NTK, YaRN).
 #include <cmath>
 
 #include <ATen/core/Generator.h>
@@ -219,6 +219,83 @@ TEST(Dape, AddsAnMlpOfTheScoresAndTheBiasAcrossHeads) {
         EXPECT_NEAR(term[0][h][i][j].item<double>(), out, 1e-5) << h << " " << i << " " << j;
       }
     }
+}
+
+// PoPE: the polar table's phases, and the score that replaces q.k / sqrt(Dh) written out
+// with loops, sum_c softplus(q_ic) softplus(k_jc) cos((p_i - p_j) theta_c - delta_hc) / sqrt(Dh),
+// theta_c = base^(-c / Dh), delta clamped to [-2 pi, 0]; at positions that need not increase
+// and may repeat (read per example, as under randomized positions), and unchanged when every
+// position moves by the same amount. A member without the hook keeps its logits.
+TEST(Pope, ThePolarScoreReplacesQkAndDependsOnTheDistanceOnly) {
+  const int64_t T = 7, H = 2, Dh = 5, D = H * Dh, L = 2, P = 24, B = 2;
+  const double base = 100.0, shift = 9;
+  PositionalOptions options;
+  options.rope_base = base;
+  auto pope = make("pope", options, {T, D, H, L, false});
+  auto delta_raw = pope->named_parameters()["phase_bias"];  // (H, Dh)
+  EXPECT_EQ(delta_raw.abs().max().item<double>(), 0.0) << "the phase bias starts at 0";
+  {
+    torch::NoGradGuard no_grad;  // from beyond -2 pi to beyond 0: the clamp acts at both ends
+    delta_raw.copy_(torch::linspace(-9.0, 2.0, H * Dh).view({H, Dh}));
+  }
+  const auto delta = delta_raw.detach().to(torch::kFloat64);
+  auto clamped = [&](int64_t h, int64_t c) { return std::min(0.0, std::max(-2 * M_PI, delta[h][c].item<double>())); };
+  ASSERT_GT(delta.max().item<double>(), 0.0);
+  ASSERT_LT(delta.min().item<double>(), -2 * M_PI);
+  auto theta = [&](int64_t c) { return std::pow(base, -static_cast<double>(c) / Dh); };
+
+  const auto table = pope->table(polar_hook(), P);  // (2, H, P, Dh)
+  ASSERT_EQ(table.sizes(), (std::vector<int64_t>{2, H, P, Dh}));
+  ASSERT_TRUE(table.requires_grad());
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t c = 0; c < Dh; ++c) {
+        EXPECT_NEAR(table[0][h][p][c].item<double>(), p * theta(c), 1e-5);
+        EXPECT_NEAR(table[1][h][p][c].item<double>(), p * theta(c) + clamped(h, c), 1e-5);
+      }
+
+  // Member 0 has the hook, member 1 not; example 1 sits at example 0's positions + shift.
+  const std::vector<int64_t> at{3, 0, 11, 5, 5, 14, 1};
+  auto positions = torch::empty({2, B, T}, torch::kLong);
+  for (int64_t m = 0; m < 2; ++m)
+    for (int64_t t = 0; t < T; ++t) {
+      positions[m][0][t] = at[t];
+      positions[m][1][t] = at[t] + static_cast<int64_t>(shift);
+    }
+  HookTable hook_table;
+  const auto stacked = torch::stack({table.detach(), torch::zeros_like(table)});  // (M, 2, H, P, Dh)
+  hook_table.stacked = polar_hook().gather(stacked, positions);                    // (M, B, 2, H, T, Dh)
+  ASSERT_EQ(hook_table.stacked.sizes(), (std::vector<int64_t>{2, B, 2, H, T, Dh}));
+  hook_table.used = {1, 0};
+  hook_table.used_flags = torch::tensor(std::vector<int64_t>{1, 0}).to(torch::kBool);
+  torch::manual_seed(13);
+  const auto q = torch::randn({2, 1, H, T, Dh}).expand({2, B, H, T, Dh}).contiguous();  // the same content in both examples
+  const auto k = torch::randn({2, 1, H, T, Dh}).expand({2, B, H, T, Dh}).contiguous();
+  const auto plain = torch::randn({2, B, H, T, T});
+  SiteState state;
+  state.block = 0;
+  state.per_example = true;
+  state.q = q;
+  state.k = k;
+  state.scores = plain;
+  state.logits = plain;
+  ASSERT_TRUE(polar_hook().replaces_scores());
+  polar_hook().apply(hook_table, state);
+  EXPECT_TRUE(torch::equal(state.logits[1], plain[1])) << "a member without the hook keeps its logits";
+  auto softplus = [](double x) { return std::log1p(std::exp(x)); };
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        double expected = 0;
+        for (int64_t c = 0; c < Dh; ++c)
+          expected += softplus(q[0][0][h][i][c].item<double>()) * softplus(k[0][0][h][j][c].item<double>()) *
+                      std::cos((at[i] - at[j]) * theta(c) - clamped(h, c));
+        expected /= std::sqrt(static_cast<double>(Dh));
+        for (int64_t b = 0; b < B; ++b)
+          EXPECT_NEAR(state.logits[0][b][h][i][j].item<double>(), expected, 1e-4) << b << " " << h << " " << i << " " << j;
+        EXPECT_NEAR(state.logits[0][1][h][i][j].item<double>(), state.logits[0][0][h][i][j].item<double>(), 1e-4)
+            << "shifted positions, the same logits";
+      }
 }
 
 // RoPE's rescalings for evaluation against their formulas (f_i = base^(-2i / R)).

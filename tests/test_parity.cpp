@@ -198,23 +198,23 @@ TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
   const auto fused_losses = fused_cpu_loss_backward(*model, tables, torch::stack(tokens), torch::stack(targets), nullptr,
                                                     &table_grads, batch.positions);  // (M)
   model->positional_backward(tables, table_grads);
-  double worst_fused_loss = 0, worst_fused_grad = 0;
+  // And its forward pass (evaluation's): the logits.
+  const auto fused_logits = fused_cpu_forward(*model, tables, torch::stack(tokens), nullptr, batch.positions);
+  double worst_fused_loss = 0, worst_fused_grad = 0, worst_fused_logits = 0;
   for (int64_t m = 0; m < M; ++m) {
     const double loss_diff = std::abs(fused_losses[m].item<double>() - fixtures[m].json["loss"].get<double>());
     EXPECT_LT(loss_diff, kTolerance) << fixtures[m].name << " (fused)";
     std::string worst_name;
     const double grad_diff = fixture_gradient_difference(model, m, fixtures[m], &worst_name);
     EXPECT_LT(grad_diff, kTolerance) << fixtures[m].name << " (fused) gradient " << worst_name;
+    const double logits_diff = test::max_abs_diff(fused_logits[m], test::tensor_from_json(fixtures[m].json["logits"]));
+    EXPECT_LT(logits_diff, kTolerance) << fixtures[m].name << " (fused forward)";
+    std::printf("  %-30s fused maxdiff loss %.2e  grads %.2e (%s)  forward logits %.2e\n", fixtures[m].name.c_str(),
+                loss_diff, grad_diff, worst_name.c_str(), logits_diff);
     worst_fused_loss = std::max(worst_fused_loss, loss_diff);
     worst_fused_grad = std::max(worst_fused_grad, grad_diff);
+    worst_fused_logits = std::max(worst_fused_logits, logits_diff);
   }
-  // And its forward pass (evaluation's): the logits.
-  const auto fused_logits = fused_cpu_forward(*model, tables, torch::stack(tokens), nullptr, batch.positions);
-  double worst_fused_logits = 0;
-  for (int64_t m = 0; m < M; ++m)
-    worst_fused_logits =
-        std::max(worst_fused_logits, test::max_abs_diff(fused_logits[m], test::tensor_from_json(fixtures[m].json["logits"])));
-  EXPECT_LT(worst_fused_logits, kTolerance);
   std::printf("parity maxdiff of the fused CPU step: loss %.2e, gradients %.2e, forward logits %.2e\n", worst_fused_loss,
               worst_fused_grad, worst_fused_logits);
 }

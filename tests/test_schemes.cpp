@@ -247,7 +247,7 @@ TEST(Schemes, EachSchemeTakesOrRefusesCoupledIdsAsDocumented) {
   const std::map<std::string, bool> takes_coupled = {
       {"none", false}, {"sinusoidal", true}, {"learned", true}, {"rope", true},  {"xpos", false},
       {"alibi", true}, {"t5", true},         {"dynamic", true}, {"kerple", true}, {"fire", true},
-      {"cope", false}, {"fox", false}};
+      {"cope", false}, {"fox", false},       {"pope", true}};
   const EncoderShape shape = test::small_shape();
   for (const auto& name : positional_names()) {
     if (test::is_test_only_scheme(name)) continue;

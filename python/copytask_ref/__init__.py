@@ -24,7 +24,8 @@ Attention of block l, in the order of the spec (a = LN1(x), the attention input)
     q, k, v = a @ Wqkv, split per head              (no bias)
     q, k    = rotate(q), rotate(k)                  (RoPE, xPos)
     q, k    = q * exp(u_q), k * exp(u_k)            (xPos's qk scale)
-    S       = q k^T / sqrt(Dh)                      ("scores")
+    S       = q k^T / sqrt(Dh)                      ("scores"; PoPE replaces them with
+                                                     its polar score)
     Z       = S (+ bias[h, i, j]) (+ C)             (score bias: ALiBi, T5, dynamic,
                                                      KERPLE, FIRE; content term C:
                                                      CoPE, FoX or DAPE)
@@ -52,6 +53,9 @@ Readings of the spec where it leaves a choice:
     the same bias B (shared by the blocks) is the input of every block's MLP.
   * Length scale: n_i = i + 1 (causal) or T (bidirectional); under the causal mask
     row 0 has m = 0 (ln 1), which leaves its one unmasked weight at 1.
+  * PoPE: theta_c = base^(-c / Dh) for c = 0 .. Dh-1 (one frequency per dimension),
+    base = rope_base; the phase bias delta is the key's, clamped to [-2 pi, 0]:
+    S_ij = sum_c softplus(q_ic) softplus(k_jc) cos((i - j) theta_c - delta_hc) / sqrt(Dh).
 
 Layout (README.md beside this file has it in full, and how to add a scheme):
   schemes/<name>.py   one positional scheme each: its module, option defaults, fixture

@@ -1,7 +1,5 @@
 """One block's multi-head attention, with the positional hooks in the order of the spec."""
 
-import math
-
 import torch
 import torch.nn as nn
 
@@ -37,7 +35,7 @@ class Attention(nn.Module):
         q = positional.scale_query_key(positional.rotate(q_in), "q")   # rotation, then qk scale
         k = positional.scale_query_key(positional.rotate(k_in), "k")
 
-        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.Dh)   # S (B, H, T, T)
+        scores = positional.attention_scores(q, k)   # S (B, H, T, T): q k^T / sqrt(Dh), or PoPE's
         logits = scores
         if bias is not None:
             logits = logits + bias                                    # (H, T, T) or per example (B, H, T, T)

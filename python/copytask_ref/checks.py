@@ -153,7 +153,8 @@ def check_logits_from_math(run):
 
         Z'_ij = m_i * (S_ij + B_ij + C_ij),   S_ij = q_i . k_j / sqrt(Dh)
 
-    with C the content term from its closed form (each scheme's and option's content_math:
+    (S_ij the scheme's score_math where its score replaces the dot product: PoPE's), with
+    C the content term from its closed form (each scheme's and option's content_math:
     CoPE's gate sums and interpolation, FoX's sums of ln sigmoid, DAPE's MLP per (i, j)), m
     the option's multiplier_math (the length scale's s[l, h] ln(n_i); 1 when off), B the
     score bias as the model adds it (its own closed form is its scheme's check_model), and
@@ -174,13 +175,17 @@ def check_logits_from_math(run):
         contents = [term for term in [scheme.content_math(view)] + [o.content_math(view) for o in on]
                     if term is not None]
         multipliers = [m for m in (o.multiplier_math(view) for o in on) if m is not None]
+        score_math = scheme.score_math(view)
         for b in range(B):
             for h in range(H):
                 for i in range(T):
                     seen = seen_keys(i, T, c.causal)
                     row = []
                     for j in seen:
-                        s_ij = sum(q[b][h][i][d] * k[b][h][j][d] for d in range(Dh)) / math.sqrt(Dh)
+                        if score_math is not None:
+                            s_ij = score_math(b, h, i, j)
+                        else:
+                            s_ij = sum(q[b][h][i][d] * k[b][h][j][d] for d in range(Dh)) / math.sqrt(Dh)
                         assert abs(S[b][h][i][j] - s_ij) < 1e-12 * (1 + abs(s_ij))
                         bias_ij = view.bias[h][i][j] if bias is not None else 0.0
                         c_ij = sum(term(b, h, i, j) for term in contents)

@@ -63,6 +63,9 @@ class Scheme:
     zero_gradients: Callable = _no_zero_gradients
     # view -> (b, h, i, j) -> its content term C_ij from math, or None.
     content_math: Callable = _nothing
+    # view -> (b, h, i, j) -> S_ij from math for a scheme whose score replaces
+    # q_i . k_j / sqrt(Dh) (PoPE's polar score), or None.
+    score_math: Callable = _nothing
     check_static: Callable = _nothing    # () -> None: closed forms, no fixture model
     check_model: Callable = _nothing     # run -> None: the fixture model's table and terms
 

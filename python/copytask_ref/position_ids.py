@@ -13,7 +13,8 @@ hook is evaluated at P positions from its own definition and each example takes 
 entries at its IDs. The embedding's added rows (P, D) are the hook applied to zeros; the
 rotation and the q/k scale are linear maps of each position's (Dh) vector, found by
 applying the hook to unit vectors; the score bias's entry (i, j) is the (H, P, P) bias at
-(ID_i, ID_j). A content term (cope, fox) reads no positions and has none to move.
+(ID_i, ID_j). A score that reads positions itself (PoPE) is given the IDs
+(attention_scores_at). A content term (cope, fox) reads no positions and has none to move.
 
 Shapes: B batch, T positions, P table positions, H heads, Dh head dimension, D embed.
 """
@@ -94,6 +95,12 @@ class AtPositionIds:
 
     def scale_query_key(self, x, side):
         return self._linear_at_ids(lambda units: self.positional.scale_query_key(units, side), x)
+
+    def attention_scores(self, q, k):
+        """A score that reads positions itself (PoPE's attention_scores_at) at the IDs; the
+        plain q k^T / sqrt(Dh) reads none."""
+        at_ids = getattr(self.positional, "attention_scores_at", None)
+        return at_ids(q, k, self.ids) if at_ids else self.positional.attention_scores(q, k)
 
     def score_bias(self, T):
         full = self.positional.score_bias(self.P)               # (H, P, P) or None

@@ -10,6 +10,8 @@ activations: the float64 reference is unchanged by the cast, the float32 forward
 once.
 """
 
+import math
+
 import torch
 import torch.nn as nn
 
@@ -71,6 +73,11 @@ class Positional(nn.Module):
     def scale_query_key(self, x, side):   # x (B, H, T, Dh), side "q" or "k"; after rotate
         return x
 
+    def attention_scores(self, q, k):   # q, k (B, H, T, Dh) after rotate and scale
+        """S (B, H, T, T) = q k^T / sqrt(Dh); a scheme whose score replaces the dot product
+        (PoPE) overrides it."""
+        return (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+
     def score_bias(self, T):         # (H, T, T), added after the 1/sqrt(Dh) scaling
         return None
 
@@ -104,8 +111,9 @@ class Positional(nn.Module):
     def is_fixed_bias(self):
         """Whether the whole positional term is an embedding or a score bias that does not
         depend on q, k or the block's input (so nn.TransformerEncoderLayer with the bias as
-        a float mask computes the same block): no rotation, no qk scale, no content term,
-        no option."""
+        a float mask computes the same block): no rotation, no qk scale, no score of its
+        own, no content term, no option."""
         cls = type(self)
         return (cls.rotate is Positional.rotate and cls.scale_query_key is Positional.scale_query_key
+                and cls.attention_scores is Positional.attention_scores
                 and cls.scheme_content_term is Positional.scheme_content_term and not self.option_keys)

@@ -89,6 +89,7 @@ struct MemberConstants {
   std::vector<int> embedding, query_key, scores, softmax;
   int bias = -1;
   bool staged = false;                         // a hook needs the attention in stages
+  bool replaces_scores = false;                // a hook's score replaces q.k / sqrt(Dh) (staged too)
 };
 
 // Every activation of one example that the backward reads, per block, plus the final
@@ -241,20 +242,30 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
 }
 
 // The attention of block l in stages, for a member with hooks at the scores or softmax
-// site: scores, the score bias, the scores hooks, the softmax hooks, softmax and the mix.
+// site: scores (none when a hook replaces them: polar), the score bias, the scores hooks,
+// the softmax hooks, softmax and the mix.
 template <class Lanes>
 COPYTASK_INLINE void attention_forward_staged(const Shape& s, const MemberConstants& c, const HookExamples& e,
                                               int64_t l, const float* dropout, ExampleWorkspace& work) {
   auto a = work.block(l);
   const auto staged = work.staged(l);
   const int64_t n = s.H * s.T * s.T;
-  attention_scores<Lanes>(a.qkv, c.causal, staged.scores, work.tail().scratch, s.T, s.H, s.Dh);
   const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
-  if (bias)
-    for (int64_t i = 0; i < n; ++i) a.weights[i] = staged.scores[i] + bias[i];
-  else
-    std::copy(staged.scores, staged.scores + n, a.weights);
-  const ScoresSite site{a.qkv, a.attn_in, staged.scores, bias, a.weights};
+  if (c.replaces_scores) {
+    // A hook makes the whole score (polar): no plain scores; the logits start from the bias.
+    if (bias)
+      std::copy(bias, bias + n, a.weights);
+    else
+      std::fill(a.weights, a.weights + n, 0.0f);
+  } else {
+    attention_scores<Lanes>(a.qkv, c.causal, staged.scores, work.tail().scratch, s.T, s.H, s.Dh);
+    if (bias)
+      for (int64_t i = 0; i < n; ++i) a.weights[i] = staged.scores[i] + bias[i];
+    else
+      std::copy(staged.scores, staged.scores + n, a.weights);
+  }
+  const float* scores = c.replaces_scores ? nullptr : staged.scores;
+  const ScoresSite site{a.qkv, a.attn_in, scores, bias, a.weights};
   for (int k : c.scores) c.hooks[k]->scores_forward(e[k], l, site);
   for (int k : c.softmax) c.hooks[k]->softmax_forward(e[k], l, a.weights);
   attention_softmax_mix<Lanes>(a.qkv, c.causal, dropout, a.weights, a.mixed, work.tail().scratch, s.T, s.H, s.Dh);
@@ -277,12 +288,14 @@ COPYTASK_INLINE void attention_backward_staged(const Shape& s, const MemberConst
   std::fill(staged.grad_input, staged.grad_input + s.T * s.D, 0.0f);
   const float* bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias(e[c.bias]) : nullptr;
   float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
-  const ScoresSite site{a.qkv, a.attn_in, staged.scores, bias, nullptr};
+  const ScoresSite site{a.qkv, a.attn_in, c.replaces_scores ? nullptr : staged.scores, bias, nullptr};
   const ScoresGrad grad{staged.grad_logits, staged.grad_scores, t.grad_qkv, staged.grad_input, grad_bias};
   for (auto k = c.scores.rbegin(); k != c.scores.rend(); ++k) c.hooks[*k]->scores_backward(e[*k], l, site, grad);
   if (grad_bias)
     for (int64_t i = 0; i < n; ++i) grad_bias[i] += staged.grad_logits[i];
-  attention_scores_backward<Lanes>(a.qkv, c.causal, staged.grad_scores, t.grad_qkv, t.scratch, s.T, s.H, s.Dh);
+  // Replaced scores have no path to q and k: the replacing hook sent the gradient there.
+  if (!c.replaces_scores)
+    attention_scores_backward<Lanes>(a.qkv, c.causal, staged.grad_scores, t.grad_qkv, t.scratch, s.T, s.H, s.Dh);
 }
 
 // Block l's forward: x (T, D) in and out; keeps its activations in the workspace.
@@ -505,6 +518,7 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
         case HookSite::softmax: c.softmax.push_back(k); break;
       }
       c.staged = c.staged || hook.stages_attention();
+      c.replaces_scores = c.replaces_scores || hook.replaces_scores();
     }
     TORCH_CHECK(c.hooks.size() <= HookExamples().size(), "fused_cpu: a member with more hooks than the step holds");
     layout->hook_floats = std::max(layout->hook_floats, work);

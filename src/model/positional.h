@@ -6,6 +6,8 @@
 //   rotation       (P, Dh/2)       angles turning the pairs (2i, 2i+1)      rope, xpos
 //                                  of q and k
 //   qk_scale       (2, P, Dh/2)    log-scales of q's and k's pairs          xpos
+//   polar          (2, H, P, Dh)   phases of q and k; the polar score       pope
+//                                  replaces q.k / sqrt(Dh)
 //   score_bias     (H, P, P)       added to the attention scores            alibi, t5, dynamic,
 //                                  (row = query position, column = key)     kerple, fire
 //   content        (its own)       a term of each block's scores from its   cope, fox, the dape

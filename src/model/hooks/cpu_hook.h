@@ -33,7 +33,7 @@ struct Shape {
 
 // One example as one of a member's hooks sees it.
 struct HookExample {
-  const int64_t* positions = nullptr;  // T rows of the table: the example's position IDs (model.position_ids), or null: rows 0..T-1
+  const int64_t* positions = nullptr;  // T rows of the table, each below P: the example's position IDs (model.position_ids), or null: rows 0..T-1
   bool causal = false;
   float* work = nullptr;               // this hook's workspace_floats() floats for this example
   float* grad = nullptr;               // the member's gradient of this hook's table (its slot in the step's
@@ -44,7 +44,7 @@ struct HookExample {
 struct ScoresSite {
   const float* qkv = nullptr;     // (T, 3D) after the query_key hooks
   const float* input = nullptr;   // (T, D) the attention's input ln1(x)
-  const float* scores = nullptr;  // (H, T, T) q.k / sqrt(Dh), before any hook
+  const float* scores = nullptr;  // (H, T, T) q.k / sqrt(Dh), before any hook; null when a hook replaces them
   const float* bias = nullptr;    // (H, T, T) the score bias as added, or null
   float* logits = nullptr;        // (H, T, T) in and out (forward only)
 };
@@ -69,6 +69,11 @@ class CpuHook {
   // Whether it acts at the scores or softmax site beyond a plain score bias: the step then
   // runs the attention in stages (cpu_layers.h's "Attention in stages") so that it can.
   virtual bool stages_attention() const { return false; }
+  // Whether its scores_forward makes the whole score in place of q.k / sqrt(Dh) (polar; it
+  // then stages the attention too): the step starts the member's logits from the score bias
+  // alone (or zero), and its scores_backward sends the whole gradient at the logits to q and
+  // k (grad_qkv), as the plain scores' backward is skipped.
+  virtual bool replaces_scores() const { return false; }
 
   virtual void example_begin(const HookExample& example) const {}
   virtual void example_end(const HookExample& example) const {}

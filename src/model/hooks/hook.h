@@ -14,7 +14,7 @@
 // The sites, in the order the model meets them (docs/design.md section 2):
 //   embedding   x = tok_emb[tokens] + ...                          additive
 //   query_key   q and k of each block, after the projection        rotation, qk_scale
-//   scores      logits = q.k / sqrt(Dh) + ... of each block        score_bias, content
+//   scores      logits = q.k / sqrt(Dh) + ... of each block        polar, score_bias, content
 //   softmax     the logits times ..., before the causal mask        softmax_scale
 // Within a site, hooks apply in the registry's order.
 //
@@ -121,6 +121,12 @@ class Hook {
   virtual torch::Tensor gather(const torch::Tensor& stacked, const torch::Tensor& positions) const {
     return stacked;
   }
+
+  // Whether it replaces the plain scores q.k / sqrt(Dh) with its own rather than adding to
+  // them (polar): such a hook is the first of the scores site, so the logits it replaces are
+  // still the plain scores (hook_registry checks), and on the fused CPU step the member's
+  // attention skips the plain scores (its CpuHook says so too: CpuHook::replaces_scores).
+  virtual bool replaces_scores() const { return false; }
 
   // The LibTorch model: applies the members' tables at the hook's site.
   virtual void apply(const HookTable& table, SiteState& state) const = 0;

@@ -10,7 +10,19 @@ namespace copytask {
 
 const std::vector<const Hook*>& hook_registry() {
 #define COPYTASK_LIST_HOOK(name) &name##_hook(),
-  static const std::vector<const Hook*> hooks = {COPYTASK_HOOKS(COPYTASK_LIST_HOOK)};
+  static const std::vector<const Hook*> hooks = [] {
+    std::vector<const Hook*> out = {COPYTASK_HOOKS(COPYTASK_LIST_HOOK)};
+    // A hook that replaces the plain scores must meet them: the first of the scores site.
+    bool scores_seen = false;
+    for (const Hook* hook : out) {
+      if (hook->site() != HookSite::scores) continue;
+      if (hook->replaces_scores() && scores_seen)
+        throw std::logic_error("hook '" + hook->name() +
+                               "' replaces the plain scores and must come first at the scores site (model/hooks/registry.h)");
+      scores_seen = true;
+    }
+    return out;
+  }();
 #undef COPYTASK_LIST_HOOK
   return hooks;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The registry of hooks: one line per hook below, naming the function in its file
 // (src/model/hooks/<name>.cpp) that returns it. The order is the order in which hooks at the
-// same site apply (a content term reads the score bias, so it comes after it).
+// same site apply (a content term reads the score bias, so it comes after it; a hook that
+// replaces the plain scores, polar, comes first, so the logits it replaces are still them).
 #include <cstddef>
 
 #include "model/hooks/hook.h"
@@ -10,6 +11,7 @@
   HOOK(additive)             \
   HOOK(rotation)             \
   HOOK(qk_scale)             \
+  HOOK(polar)                \
   HOOK(score_bias)           \
   HOOK(content)              \
   HOOK(softmax_scale)

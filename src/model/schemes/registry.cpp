@@ -20,7 +20,8 @@
   SCHEME(fire)                              \
   SCHEME(xpos)                              \
   SCHEME(cope)                              \
-  SCHEME(fox)
+  SCHEME(fox)                               \
+  SCHEME(pope)
 
 #define COPYTASK_POSITIONAL_OPTIONS(OPTION) \
   OPTION(dape)                              \
