@@ -257,6 +257,14 @@ TEST(Config, PositionIdsTheirRangeAndTheOldKey) {
                   {"model.random_positions = 32", "model.position_range = 24"});
 }
 
+TEST(Config, TheNextTokenFormatNeedsTheCausalMask) {
+  expect_rejected({"task.format=next-token"}, {"task.format", "next-token", "model.causal=true"});
+  expect_rejected({"task.format=spoken"}, {"task.format", "placeholders or next-token"});
+  const Config c = config_resolve(std::nullopt, {"task.format=next-token", "model.causal=true", "eval.max_len=12"});
+  EXPECT_EQ(c.task.format, "next-token");
+  EXPECT_EQ(config_resolve(std::nullopt, {}).task.format, "placeholders");
+}
+
 TEST(Config, EvalKeysForLengthGeneralization) {
   const Config defaults = config_resolve(std::nullopt, {});
   EXPECT_EQ(defaults.eval.max_len, 0) << "off unless asked for";

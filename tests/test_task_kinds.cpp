@@ -198,6 +198,84 @@ TEST(TaskKinds, CoupledPlacesPutEachOutputAtItsSource) {
   EXPECT_EQ(places_of(copy, {1, 2, 3, 4, 5, 6, 7, 8, 9, 1}), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
+// The next-token format written out: the input holds the outputs after <copy> and the end
+// (padding); the target echoes the prefix, then from <copy> on is the next token; output j
+// is predicted at <copy> + j; the whole example takes one token more; coupled places put
+// output j's source at the position that predicts it.
+TEST(TaskKinds, TheNextTokenFormatLaysOutEachKindAndItsCoupling) {
+  TaskConfig copy;
+  copy.context = 10;
+  copy.format = "next-token";
+  TaskConfig reverse = copy, selective = copy;
+  reverse.kind = "reverse";
+  selective.kind = "selective";
+  const Example plain{{3, 5, 7}, {}}, noisy{{3, 5, 7}, {1, 3, 4}};
+  EXPECT_EQ(example_input(copy, plain, 10), (std::vector<int64_t>{3, 5, 7, 10, 3, 5, 7, 0, 0, 0}));
+  EXPECT_EQ(example_target(copy, plain, 10), (std::vector<int64_t>{3, 5, 7, 3, 5, 7, 0, 0, 0, 0}));
+  EXPECT_EQ(example_input(reverse, plain, 10), (std::vector<int64_t>{3, 5, 7, 10, 7, 5, 3, 0, 0, 0}));
+  EXPECT_EQ(example_target(reverse, plain, 10), (std::vector<int64_t>{3, 5, 7, 7, 5, 3, 0, 0, 0, 0}));
+  //                                                                   3  ~  5  ~  ~  7 <c>  3  5  7
+  EXPECT_EQ(example_input(selective, noisy, 10), (std::vector<int64_t>{3, 9, 5, 9, 9, 7, 10, 3, 5, 7}));
+  EXPECT_EQ(example_target(selective, noisy, 10), (std::vector<int64_t>{3, 9, 5, 9, 9, 7, 3, 5, 7, 0}));
+  // Cut at the context, the target still names the next token.
+  EXPECT_EQ(example_target(copy, Example{{1, 2, 3, 4, 5}, {}}, 8), (std::vector<int64_t>{1, 2, 3, 4, 5, 1, 2, 3}));
+  EXPECT_EQ(whole_example_context(copy, 3), 8);
+  TaskConfig placeholders = copy;
+  placeholders.format = "placeholders";
+  EXPECT_EQ(whole_example_context(placeholders, 3), 7);
+
+  const std::vector<int64_t> row = example_input(reverse, plain, 10);
+  const OutputSources sources = output_sources(reverse, row.data(), 10);
+  EXPECT_EQ(sources.output_begin(), 3) << "<copy> predicts output 0";
+  EXPECT_EQ(sources.sources, (std::vector<int64_t>{2, 1, 0}));
+  std::vector<int64_t> places(10);
+  coupled_places(reverse, row.data(), 10, places.data());
+  EXPECT_EQ(places, (std::vector<int64_t>{0, 1, 2, 2, 1, 0, 6, 7, 8, 9}));
+}
+
+// Greedy generation (evaluation under next-token): the same outputs as generating one
+// example at a time by hand, each output fed back in; the inputs' own outputs are never read.
+TEST(TaskKinds, GenerationFeedsEachOutputBackAndNeverReadsTheAnswer) {
+  TaskConfig task;
+  task.context = 12;
+  task.format = "next-token";
+  EncoderShape shape = test::small_shape();
+  shape.context = 12;
+  shape.task_format = "next-token";
+  Encoder model(shape, std::vector<MemberSpec>{{"rope", 3, "rope", true}, {"t5", 4, "t5", true}}, torch::kCPU);
+  model->eval();
+  const std::vector<Example> examples = {{{3, 5, 7}, {}}, {{1, 2, 3, 4, 5}, {}}, {{9}, {}}};
+  std::vector<int64_t> flat;
+  for (const auto& example : examples) {
+    const auto row = example_input(task, example, 12);
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  const int64_t M = 2, N = 3, T = 12;
+  const torch::Tensor inputs = torch::tensor(flat, torch::kLong).view({1, N, T}).expand({M, N, T});  // (M, N, T)
+  const torch::Tensor generated = model_logits(model, inputs).argmax(-1);                            // (M, N, T)
+  // The answer replaced by other tokens: the same generation.
+  const torch::Tensor scrambled = inputs.clone();
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t k = static_cast<int64_t>(examples[n].content.size());
+    for (int64_t j = 0; j < k; ++j) scrambled[0][n][k + 1 + j] = 1 + (j % 3);
+  }
+  EXPECT_TRUE(torch::equal(model_logits(model, scrambled.narrow(0, 0, 1).expand({M, N, T})).argmax(-1), generated));
+  // By hand: one example, one output at a time.
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t k = static_cast<int64_t>(examples[n].content.size());
+    torch::Tensor sequence = inputs.narrow(1, n, 1).clone();  // (M, 1, T)
+    sequence.narrow(2, k + 1, T - k - 1).zero_();
+    for (int64_t j = 0; j < k; ++j) {
+      torch::NoGradGuard no_grad;
+      const auto next = model->forward(sequence).argmax(-1);  // (M, 1, T)
+      sequence.select(2, k + 1 + j).copy_(next.select(2, k + j));
+    }
+    for (int64_t j = 0; j < k; ++j)
+      EXPECT_TRUE(torch::equal(generated.select(1, n).select(1, k + j), sequence.select(1, 0).select(1, k + 1 + j)))
+          << "example " << n << " output " << j;
+  }
+}
+
 TEST(TaskKinds, TheErrorClassifierNamesWhatAWrongOutputCopied) {
   auto kind_of = [](const TaskConfig& task, const std::vector<int64_t>& input, int64_t j, int64_t predicted) {
     const OutputSources sources = output_sources(task, input.data(), static_cast<int64_t>(input.size()));

@@ -99,7 +99,7 @@ ConfigField old_position_key() {
 }
 
 // The table: one entry per key, in the docs' order. Long (about 170 lines) because there
-// are 56 keys, each with its meaning and range; there is no logic here to split.
+// are 57 keys, each with its meaning and range; there is no logic here to split.
 std::vector<ConfigField> make_fields() {
   using S = KeyScope;
   std::vector<ConfigField> f = {
@@ -126,6 +126,12 @@ std::vector<ConfigField> make_fields() {
             "tokens from among noise tokens (token V-2, so content is 1..V-3). May differ between schemes: each "
             "kind gets its own data, drawn from `task.seed`",
             choice(task_kind_names(), "must be copy, reverse or selective")),
+      field("task.format", &Config::task, &TaskConfig::format, S::scheme,
+            "`placeholders`: the input is the content, `<copy>` and padding, and the model predicts every output at "
+            "once at the padding; `next-token`: the input holds the outputs after `<copy>` and an end token (padding), "
+            "the model predicts each next token under the causal mask (`model.causal=true`), trained by teacher forcing "
+            "and evaluated by greedy generation, each output fed back in",
+            choice({"placeholders", "next-token"}, "must be placeholders or next-token")),
       field("task.noise", &Config::task, &TaskConfig::noise, S::scheme,
             "selective: the share of noise tokens before `<copy>`: round(k * noise / (1 - noise)) of them with k "
             "content tokens, at random places",

@@ -192,6 +192,11 @@ void config_validate(const Config& config, bool learned_rows_must_fit_eval) {
   config_fields_check(config);
   validate_task(config.task);
   validate_model(config.model);
+  // The next-token format predicts each token from those before it: a bidirectional model
+  // would read the answer at the next position.
+  require(config.task.format != "next-token" || config.model.causal, "task.format", "\"next-token\"",
+          "predicts each next token, which needs the causal mask (a bidirectional model sees the token it must "
+          "predict): set model.causal=true, or task.format=placeholders");
   validate_train(config.train, config.task);
   validate_eval(config.eval, config.task, config.model, learned_rows_must_fit_eval);
   validate_report(config.report, config.task);

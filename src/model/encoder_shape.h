@@ -15,6 +15,8 @@ struct EncoderShape {
   // read each input's outputs and their sources from it (task/task_kind.h, coupled_places).
   std::string task_kind = "copy";
   double task_noise = 0.5;
+  // task.format: under next-token, evaluation generates the outputs (train/evaluate.h).
+  std::string task_format = "placeholders";
   int64_t head_dim() const { return embed / heads; }
   // The task's layout rules at this vocabulary and context.
   TaskConfig task() const {
@@ -23,14 +25,16 @@ struct EncoderShape {
     out.context = context;
     out.kind = task_kind;
     out.noise = task_noise;
+    out.format = task_format;
     return out;
   }
 };
 
-// The shape a config asks for (task.vocab_size, task.context, task.kind, task.noise, model.*).
+// The shape a config asks for (task.vocab_size, task.context, task.kind, task.noise,
+// task.format, model.*).
 inline EncoderShape encoder_shape_of(const Config& c) {
-  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed,   c.model.heads, c.model.blocks,
-                      c.model.hidden,    c.model.dropout, c.task.kind,    c.task.noise};
+  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads, c.model.blocks,
+                      c.model.hidden,    c.model.dropout, c.task.kind,  c.task.noise,  c.task.format};
 }
 
 }  // namespace copytask

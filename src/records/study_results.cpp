@@ -2,7 +2,7 @@
 
 namespace copytask {
 namespace {
-const char* const kSchemeKeys[] = {"positional", "causal", "task", "overrides", "runs"};
+const char* const kSchemeKeys[] = {"positional", "causal", "task", "format", "overrides", "runs"};
 }  // namespace
 
 void to_json(nlohmann::json& json, const SchemeResults& scheme) {
@@ -10,6 +10,7 @@ void to_json(nlohmann::json& json, const SchemeResults& scheme) {
   json["positional"] = scheme.positional;
   json["causal"] = scheme.causal;
   if (!scheme.task.empty()) json["task"] = scheme.task;
+  if (!scheme.format.empty()) json["format"] = scheme.format;
   json["overrides"] = scheme.overrides;
   json["runs"] = scheme.runs;
 }
@@ -18,6 +19,7 @@ void from_json(const nlohmann::json& json, SchemeResults& scheme) {
   scheme.positional = json.value("positional", "");
   scheme.causal = json.value("causal", false);
   scheme.task = json.value("task", "");
+  scheme.format = json.value("format", "");
   scheme.overrides = json.value("overrides", nlohmann::json());
   scheme.runs = json.at("runs").get<std::vector<RunRecord>>();
   scheme.summaries = json;

@@ -22,6 +22,7 @@ struct SchemeResults {
   // summary, ..., "length_generalization", "length_generalization_rescaled"), kept as it
   // wrote them: derived, never a source.
   nlohmann::json summaries = nlohmann::json::object();
+  std::string format;      // task.format ("" in a results.json from before it: placeholders)
 };
 
 struct StudyCompleteness {

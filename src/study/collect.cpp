@@ -93,6 +93,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
     entry.positional = scheme.config.model.positional;
     entry.causal = scheme.config.model.causal;
     entry.task = scheme.config.task.kind;
+    entry.format = scheme.config.task.format;
     entry.overrides = scheme.overrides;
     attention["schemes"][scheme.name] = {{"seeds", seeds}, {"causal", scheme.config.model.causal}, {"probes", probes}};
     // The scheme's own probe inputs and targets: its task's kind sets them (selective adds

@@ -20,6 +20,10 @@ struct TaskConfig {
   // (copy the content from among noise tokens, the share `noise` of the input before <copy>).
   std::string kind = "copy";
   double noise = 0.5;
+  // How the output is asked for (task/task_kind.h): `placeholders`, every output at once from
+  // padding after <copy>; or `next-token`, the outputs after <copy> in the input, each
+  // predicted from the tokens before it (teacher forcing; greedy generation in evaluation).
+  std::string format = "placeholders";
 };
 
 // Length generalization (docs/design.md section 1): after training, and at every evaluation,

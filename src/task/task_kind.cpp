@@ -60,7 +60,11 @@ int64_t noise_count(const TaskConfig& task, int64_t k) {
 
 int64_t prefix_length(const TaskConfig& task, int64_t k) { return k + noise_count(task, k); }
 
-int64_t whole_example_context(const TaskConfig& task, int64_t k) { return prefix_length(task, k) + 1 + k; }
+bool next_token(const TaskConfig& task) { return task.format == "next-token"; }
+
+int64_t whole_example_context(const TaskConfig& task, int64_t k) {
+  return prefix_length(task, k) + 1 + k + (next_token(task) ? 1 : 0);  // next-token: and the end token
+}
 
 int64_t choose(int64_t n, int64_t m) {
   if (m < 0 || m > n) return 0;
@@ -99,16 +103,32 @@ std::vector<int64_t> example_prefix(const TaskConfig& task, const Example& examp
   return prefix;
 }
 
-std::vector<int64_t> example_input(const TaskConfig& task, const Example& example, int64_t context) {
-  return copy_input(example_prefix(task, example), task.vocab_size, context);
-}
-
-std::vector<int64_t> example_target(const TaskConfig& task, const Example& example, int64_t context) {
-  std::vector<int64_t> target = example_input(task, example, context);
+namespace {
+// The placeholders format's target: the prefix echoed, <copy>, the outputs, padding.
+std::vector<int64_t> placeholders_target(const TaskConfig& task, const Example& example, int64_t context) {
+  std::vector<int64_t> target = copy_input(example_prefix(task, example), task.vocab_size, context);
   const int64_t k = static_cast<int64_t>(example.content.size());
   const int64_t begin = static_cast<int64_t>(example.content.size() + example.noise_at.size()) + 1;
   const bool reversed = task_kind(task) == TaskKind::reverse;
   for (int64_t j = 0; j < k && begin + j < context; ++j) target[begin + j] = example.content[reversed ? k - 1 - j : j];
+  return target;
+}
+}  // namespace
+
+std::vector<int64_t> example_input(const TaskConfig& task, const Example& example, int64_t context) {
+  // next-token: the whole sequence, the outputs after <copy> and the end (padding) after them.
+  if (next_token(task)) return placeholders_target(task, example, context);
+  return copy_input(example_prefix(task, example), task.vocab_size, context);
+}
+
+std::vector<int64_t> example_target(const TaskConfig& task, const Example& example, int64_t context) {
+  if (!next_token(task)) return placeholders_target(task, example, context);
+  // next-token: the prefix echoed (as under placeholders), then from <copy> on each next
+  // token: <copy> predicts output 0, output j output j + 1, the last output the end (0).
+  const std::vector<int64_t> sequence = placeholders_target(task, example, context + 1);
+  std::vector<int64_t> target(sequence.begin(), sequence.begin() + context);
+  const int64_t copy_at = static_cast<int64_t>(example.content.size() + example.noise_at.size());
+  for (int64_t t = copy_at; t < context; ++t) target[t] = sequence[t + 1];
   return target;
 }
 
@@ -129,6 +149,7 @@ OutputSources output_sources(const TaskConfig& task, const int64_t* row, int64_t
       break;
     }
   if (out.copy_at < 0) return out;
+  out.first_output = out.copy_at + (next_token(task) ? 0 : 1);
   for (int64_t i = 0; i < out.copy_at; ++i)
     if (row[i] != noise) out.content_at.push_back(i);
   const int64_t k = static_cast<int64_t>(out.content_at.size());

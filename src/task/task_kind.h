@@ -13,6 +13,11 @@
 //   copy      source(j) = j              distance (p + 1 + j) - j = k + 1, grows with k
 //   reverse   source(j) = k - 1 - j      distance 2j + 2, the same at every k
 //   selective source(j) = the position of the j-th content token, counted past the noise
+// The formats (task.format): above, `placeholders`. Under `next-token` the input is the
+// whole sequence and the model predicts each next token from those before it (causal):
+//   copy      input : c1 .. ck <copy> c1 .. ck _ ..     target: c1 .. ck c1 .. ck _ _
+// the prefix echoed as above, then from <copy> on the next token: <copy> predicts output 0
+// (output j is predicted at p + j), the last output predicts the end, padding (0).
 // Selective inputs hold m = round(k * noise / (1 - noise)) noise tokens `~` at uniformly
 // drawn places among the p = k + m positions before <copy>, so that about the share `noise`
 // of them is noise. Token ids: 0 = padding, V-1 = <copy>; content 1..V-2, except under
@@ -47,7 +52,10 @@ int64_t noise_token(const TaskConfig& task);
 int64_t noise_count(const TaskConfig& task, int64_t k);
 // Tokens before <copy> (content and noise): k + noise_count(k). <copy> sits there.
 int64_t prefix_length(const TaskConfig& task, int64_t k);
-// The context that holds the whole example: the prefix, <copy> and the k outputs.
+// Whether the task asks for its outputs one next token at a time (task.format = next-token).
+bool next_token(const TaskConfig& task);
+// The context that holds the whole example: the prefix, <copy> and the k outputs (and the
+// end token under next-token).
 int64_t whole_example_context(const TaskConfig& task, int64_t k);
 // How many distinct inputs of k content tokens exist: content_vocab^k times the ways to
 // place the noise, C(k + m, m); saturated at INT64_MAX.
@@ -79,8 +87,11 @@ struct OutputSources {
   std::vector<int64_t> sources;
   std::vector<int64_t> content_index;
   std::vector<int64_t> content_at;  // the content tokens' positions, in order
+  // Where output j is predicted: position first_output + j (copy_at + 1 under placeholders,
+  // copy_at under next-token, where <copy> predicts output 0).
+  int64_t first_output = -1;
   int64_t length() const { return static_cast<int64_t>(sources.size()); }
-  int64_t output_begin() const { return copy_at + 1; }
+  int64_t output_begin() const { return first_output; }
 };
 OutputSources output_sources(const TaskConfig& task, const int64_t* input_row, int64_t context);
 

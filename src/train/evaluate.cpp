@@ -8,17 +8,55 @@
 #include "model/fused_cpu.h"
 #include "report/results.h"
 #include "task/output_errors.h"
+#include "task/task_kind.h"
 
 namespace copytask {
 
-torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out,
-                           int64_t first) {
-  torch::NoGradGuard no_grad;
+namespace {
+// One forward pass without dropout: the fused CPU kernel's where it runs, LibTorch's elsewhere.
+torch::Tensor forward_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out,
+                             int64_t first) {
   const int64_t T = inputs.size(2);
   const torch::Tensor positions = model->evaluation_positions(inputs, first);  // (M, N, T) or undefined
   if (fused_cpu_unsupported(*model).empty())
     return fused_cpu_forward(*model, model->positional_tables(model->table_positions(T)), inputs, attention_out, positions);
   return model->forward(inputs, nullptr, attention_out, positions);
+}
+
+// Greedy generation (task.format = next-token): the outputs after <copy> are blanked, then
+// generated one at a time, each fed back in, for k steps where k is the row's count of
+// content tokens; the logits of the generated sequence come back. The causal mask makes
+// the logits at position t depend on the tokens up to t only, so the last pass's logits at
+// every output position are those the generation read. inputs (M, N, T).
+torch::Tensor generated_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out,
+                               int64_t first) {
+  const TaskConfig task = model->shape().task();
+  const int64_t T = inputs.size(2);
+  auto place = torch::arange(T, inputs.options()).view({1, 1, T});                        // (1, 1, T)
+  auto copy_at = inputs.eq(task.vocab_size - 1).to(torch::kLong).argmax(-1, true);       // (M, N, 1) first <copy>
+  auto before = place.lt(copy_at);                                                        // (M, N, T)
+  auto noise = inputs.eq(noise_token(task)).logical_and(before).sum(-1, true);           // (M, N, 1)
+  auto outputs = copy_at - noise;                                                         // (M, N, 1) k
+  auto sequence = inputs.masked_fill(place.gt(copy_at), 0).contiguous();                 // (M, N, T) the answer blanked
+  const int64_t longest = outputs.max().item<int64_t>();
+  for (int64_t j = 0; j < longest; ++j) {
+    // Output j, predicted at copy_at + j, goes to copy_at + 1 + j (where the row has one).
+    auto predicted = forward_logits(model, sequence, nullptr, first).argmax(-1);         // (M, N, T)
+    auto at = (copy_at + j).clamp_max(T - 1);                                             // (M, N, 1)
+    auto into = (at + 1).clamp_max(T - 1);                                                // (M, N, 1)
+    auto fill = outputs.gt(j).logical_and(copy_at + 1 + j < T);                           // (M, N, 1)
+    auto value = torch::where(fill, predicted.gather(-1, at), sequence.gather(-1, into)); // (M, N, 1)
+    sequence.scatter_(-1, into, value);
+  }
+  return forward_logits(model, sequence, attention_out, first);
+}
+}  // namespace
+
+torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out,
+                           int64_t first) {
+  torch::NoGradGuard no_grad;
+  if (next_token(model->shape().task())) return generated_logits(model, inputs, attention_out, first);
+  return forward_logits(model, inputs, attention_out, first);
 }
 
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,

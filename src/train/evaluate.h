@@ -18,6 +18,8 @@ namespace copytask {
 // The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
 // pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
 // attention_out, when given, receives each block's weights (M, N, H, T, T).
+// Under task.format = next-token the outputs are generated greedily, each fed back in, and the
+// logits are those of the generated sequence (the inputs' own outputs are never read).
 // Under position IDs other than 0..T-1, the examples sit at model->evaluation_positions(inputs, first):
 // first is the index of inputs' first example in its split, so a chunk draws what the whole would.
 torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vector<torch::Tensor>* attention_out = nullptr,
