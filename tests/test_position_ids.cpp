@@ -120,11 +120,16 @@ TEST(PositionIds, AStudyOfEveryKindEvaluatesAgainAndResumesToTheSameNumbers) {
       " {\"name\": \"rope+offset\", \"model.positional\": \"rope\", \"model.position_ids\": \"offset\"},"
       " {\"name\": \"rope+coupled\", \"model.positional\": \"rope\", \"model.position_ids\": \"coupled\"},"
       " {\"name\": \"learned+random\", \"model.positional\": \"learned\", \"model.position_ids\": \"random\","
-      " \"model.position_range\": 16}]";
+      " \"model.position_range\": 16},"
+      " {\"name\": \"pope+coupled\", \"model.positional\": \"pope\", \"model.position_ids\": \"coupled\"},"
+      " {\"name\": \"rope+next\", \"model.positional\": \"rope\", \"model.causal\": true,"
+      " \"task.format\": \"next-token\"}]";
   test::tiny_study_train(schemes, out);
   const nlohmann::json run_info = read_json(out / "run.json");
   EXPECT_EQ(run_info["status"], "ok");
-  EXPECT_EQ(read_json(out / "results.json")["complete"]["runs"], 8);
+  EXPECT_EQ(read_json(out / "results.json")["complete"]["runs"], 12);
+  EXPECT_EQ(read_json(out / "results.json")["schemes"]["rope+next"]["format"], "next-token");
+  EXPECT_EQ(read_json(out / "results.json")["schemes"]["rope"]["format"], "placeholders");
   const nlohmann::json coupled = read_json(out / "members" / "rope+coupled" / "seed-0" / "result.json");
   EXPECT_EQ(coupled["model"]["position_ids"], "coupled") << "the member's config says its IDs";
   EXPECT_EQ(coupled["model"]["position_range"], 10);
@@ -132,9 +137,10 @@ TEST(PositionIds, AStudyOfEveryKindEvaluatesAgainAndResumesToTheSameNumbers) {
   // Evaluated again from the checkpoints, at each kind's evaluation IDs: the recorded numbers.
   const SavedStudy study = saved_study_open(out.string());
   const auto members = saved_members(study);
-  const TrainData data = train_data_upload(copy_task_generate(study.base.task), torch::kCPU);
   int evaluated = 0;
   for (const auto& batch : study_batches(members)) {
+    // Each batch's own task: the next-token arm's data holds the outputs in its inputs.
+    const TrainData data = train_data_upload(copy_task_generate(batch.front().arm->config.task), torch::kCPU);
     Encoder model = saved_batch_load(study, batch, torch::kCPU);
     const auto scores = evaluate_split(model, data.test_inputs, data.test_targets, data.noise_token);
     for (size_t m = 0; m < batch.size(); ++m) {
@@ -145,11 +151,12 @@ TEST(PositionIds, AStudyOfEveryKindEvaluatesAgainAndResumesToTheSameNumbers) {
       ++evaluated;
     }
   }
-  EXPECT_EQ(evaluated, 8);
+  EXPECT_EQ(evaluated, 12);
 
-  // Resumed: each kind's lost member trains again, alone, to the same numbers.
+  // Resumed: each kind's lost member (PoPE's and the next-token format's too) trains again,
+  // alone, to the same numbers.
   std::vector<nlohmann::json> before;
-  const std::vector<std::string> lost = {"rope+offset", "rope+coupled", "learned+random"};
+  const std::vector<std::string> lost = {"rope+offset", "rope+coupled", "learned+random", "pope+coupled", "rope+next"};
   for (const auto& arm : lost) {
     const fs::path file = out / "members" / arm / "seed-1" / "result.json";
     before.push_back(read_json(file));
@@ -157,7 +164,7 @@ TEST(PositionIds, AStudyOfEveryKindEvaluatesAgainAndResumesToTheSameNumbers) {
   }
   test::tiny_study_train(schemes, out);
   const nlohmann::json rerun = read_json(out / "run.json");
-  EXPECT_EQ(rerun["members_skipped"], 5) << rerun.dump();
+  EXPECT_EQ(rerun["members_skipped"], 7) << rerun.dump();
   for (size_t i = 0; i < lost.size(); ++i) {
     const nlohmann::json after = read_json(out / "members" / lost[i] / "seed-1" / "result.json");
     EXPECT_EQ(after["final_loss"], before[i]["final_loss"]) << lost[i];

@@ -151,7 +151,8 @@ std::string section_accuracy(const StudyView& view) {
       return summary ? number_at(*summary, "mean") : NAN;
     };
     summary_rows.push_back({scheme_cell(view, name), text_cell(view.positional(name)),
-                            text_cell(view.causal(name) ? "yes" : "no"), text_cell(view.position_ids(name)), number_cell(number_at(s, "n"), 0),
+                            text_cell(view.causal(name) ? "yes" : "no"), text_cell(view.position_ids(name)),
+                            text_cell(view.format(name)), number_cell(number_at(s, "n"), 0),
                             number_cell(bar.mean, 4), number_cell(number_at(s, "std"), 4),
                             number_cell(number_at(s, "min"), 4), number_cell(number_at(s, "max"), 4),
                             {bar.ci95 ? "[" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]"
@@ -168,7 +169,7 @@ std::string section_accuracy(const StudyView& view) {
       figure(chart,
              "Test exact-match (the whole output right) per scheme. Bar: mean over seeds; dots: each seed; "
              "error bar: 95% Student-t interval of the mean (none with one seed). Hover for the numbers.") +
-          table({"scheme", "positional", "causal", "position IDs", "n", "test exact", "std", "min", "max", "95% CI", "test token",
+          table({"scheme", "positional", "causal", "position IDs", "format", "n", "test exact", "std", "min", "max", "95% CI", "test token",
                  "train exact", "final loss"},
                 summary_rows, "summary") +
           note("n seeds; test exact is their mean, with its standard deviation, range and 95% interval; test "

@@ -33,6 +33,8 @@ class StudyView {
   // The position IDs its tokens carried (model.position_ids: the scheme's config override,
   // else the study's; model.random_positions > 0 in an older study is "random").
   std::string position_ids(const std::string& scheme) const;
+  // How its output was asked for (task.format, results.json's "format"): placeholders when unsaid.
+  std::string format(const std::string& scheme) const;
   // task.vocab_size, 0 when unknown: names the <copy> token (vocab_size - 1).
   int64_t vocab_size() const { return vocab_size_; }
   // "_" for padding, "▸" for <copy>, else the token id.

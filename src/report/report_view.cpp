@@ -144,6 +144,11 @@ std::string StudyView::position_ids(const std::string& scheme) const {
   return "sequential";
 }
 
+std::string StudyView::format(const std::string& scheme) const {
+  if (const auto* entry = scheme_entry(inputs_.results, scheme); entry && !entry->format.empty()) return entry->format;
+  return "placeholders";
+}
+
 std::string StudyView::token_name(int64_t token) const {
   if (token == 0) return "_";
   if (vocab_size_ > 1 && token == vocab_size_ - 1) return "\u25B8";
