@@ -185,12 +185,7 @@ TEST(PositionIds, CoupledT5CopiesAtTwiceTheTrainedLengthWhereSequentialCannot) {
       {"train.seeds=[0]", "eval.max_len=16",
        "compare.schemes=[{\"name\": \"t5\", \"model.positional\": \"t5\"},"
        " {\"name\": \"t5+coupled\", \"model.positional\": \"t5\", \"model.position_ids\": \"coupled\"}]"});
-  StudyOptions options;
-  options.command = "compare";
-  options.out_dir = out.string();
-  options.device = torch::kCPU;
-  options.threads = torch::get_num_threads();
-  study_run(base, study_arms_for_compare(base), options);
+  test::compare_study_train(base, out);
   auto exact_at = [&](const std::string& arm, int k) {
     return read_json(out / "members" / arm / "seed-0" / "result.json")["length_generalization"]["by_length"]
                     [std::to_string(k)]["exact"].get<double>();
