@@ -9,6 +9,7 @@ packages=(
   libtorch-dev                    # LibTorch 1.13 (CPU)
   libopenblas0-pthread            # a fast BLAS for LibTorch; the reference BLAS is several times slower
   libcli11-dev nlohmann-json3-dev libspdlog-dev libgtest-dev
+  zlib1g-dev                      # reads and writes an experiment's gzipped study files
   "$@"
 )
 

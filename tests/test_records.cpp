@@ -13,6 +13,9 @@
 #include "records/results_csv.h"
 #include "records/run_info.h"
 #include "records/study_results.h"
+#include "util/atomic_files.h"
+#include "util/gzip_files.h"
+#include "cli_util.h"
 
 namespace copytask {
 namespace {
@@ -121,7 +124,7 @@ TEST(Records, ARecordMissingAFieldIsRefusedNamingIt) {
   } catch (const json::exception& error) {
     EXPECT_NE(std::string(error.what()).find("final_loss"), std::string::npos) << error.what();
   }
-  json results = StudyResults{{"rope"}, {{"rope", SchemeResults{"rope", false, "copy", nullptr, {a_run(0)}}}}, {}};
+  json results = StudyResults{{"rope"}, {{"rope", SchemeResults{"rope", false, "copy", nullptr, {a_run(0)}, json::object(), "placeholders"}}}, {}};
   results["schemes"]["rope"]["runs"][0]["test_exact"] = "high";
   EXPECT_THROW((void)results.get<StudyResults>(), json::exception) << "a number of another type";
   // A run record from an older copytask (no cpu_kernel, no batches) still reads.
@@ -141,7 +144,7 @@ std::vector<std::string> fields_of(const std::string& line) {
 TEST(Records, ResultsCsvIsOneTidyRowPerNumberThatReadsBackBitForBit) {
   StudyResults results;
   results.scheme_order = {"rope", "not-trained"};
-  results.schemes["rope"] = {"rope", true, "selective", nullptr, {a_run(0), a_run(3)}};
+  results.schemes["rope"] = {"rope", true, "selective", nullptr, {a_run(0), a_run(3)}, json::object(), "placeholders"};
   const std::vector<TidyRow> rows = results_tidy_rows(results);
   // Per run: 6 whole-split numbers, 2 test lengths (1 and 3), length 3's exact and token
   // (length 9 skipped: no row), and yarn's exact and token at 9.
@@ -176,6 +179,41 @@ TEST(Records, ResultsCsvIsOneTidyRowPerNumberThatReadsBackBitForBit) {
   odd.metric = "test_exact";
   odd.value = NAN;
   EXPECT_EQ(results_csv({odd}), std::string(kResultsCsvHeader) + "\n\"rope, \"\"half\"\"\",,false,0,,,test_exact,\n");
+}
+
+// An experiment keeps its large study files gzipped: a reader asks for the plain name and
+// gets the same bytes from either form; a gzip file cut short is refused naming the file.
+TEST(Records, StudyFilesReadTheSameGzippedAsPlain) {
+  namespace fs = std::filesystem;
+  if (!gzip_available()) GTEST_SKIP() << "built without zlib";
+  const fs::path dir = test::fresh_dir("gzip-files");
+  fs::create_directories(dir);
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "{\"line\": " + std::to_string(i * 7919 % 10007) + "}\n";  // > one 64 KiB buffer
+  EXPECT_EQ(stored_file(dir.string(), "metrics.jsonl"), "") << "neither form";
+  file_write_gzipped_atomic((dir / "metrics.jsonl.gz").string(), text);
+  EXPECT_LT(fs::file_size(dir / "metrics.jsonl.gz"), text.size() / 3) << "compressed";
+  EXPECT_EQ(stored_file(dir.string(), "metrics.jsonl"), (dir / "metrics.jsonl.gz").string());
+  EXPECT_EQ(file_read_stored((dir / "metrics.jsonl.gz").string()), text);
+  file_write_atomic((dir / "metrics.jsonl").string(), "plain");
+  EXPECT_EQ(stored_file(dir.string(), "metrics.jsonl"), (dir / "metrics.jsonl").string()) << "the plain form first";
+
+  // Two gzip members one after the other are one stream (as gunzip reads `cat a.gz b.gz`).
+  const std::string first = file_read((dir / "metrics.jsonl.gz").string());
+  file_write_gzipped_atomic((dir / "tail.gz").string(), "and more\n");
+  file_write_atomic((dir / "both.gz").string(), first + file_read((dir / "tail.gz").string()));
+  EXPECT_EQ(file_read_stored((dir / "both.gz").string()), text + "and more\n");
+
+  file_write_atomic((dir / "cut.json.gz").string(), first.substr(0, first.size() / 2));
+  try {
+    file_read_stored((dir / "cut.json.gz").string());
+    ADD_FAILURE() << "a file cut short was read";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("cut.json.gz"), std::string::npos) << error.what();
+  }
+  file_write_atomic((dir / "not.json.gz").string(), "not gzip at all");
+  EXPECT_THROW(file_read_stored((dir / "not.json.gz").string()), std::runtime_error);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include "cli_util.h"
 #include "study_util.h"
 #include "study/study.h"
+#include "util/atomic_files.h"
+#include "util/gzip_files.h"
 
 namespace copytask {
 namespace {
@@ -267,6 +269,32 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
   const std::string page((std::istreambuf_iterator<char>(page_file)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("class=\"chart length-generalization\""), std::string::npos);
   fs::remove_all(copy);
+
+  // The same kept small: the large files gzipped (experiments/ keeps them so). The report
+  // reads them, draws the same charts, and writes results.csv gzipped beside them.
+  if (gzip_available()) {
+    const fs::path packed = fresh_dir("lengths-gzipped");
+    fs::create_directories(packed);
+    for (const char* file : {"config.json", "study.json", "run.json"}) fs::copy_file(out / file, packed / file);
+    for (const char* file : {"results.json", "attention.json", "positional.json", "metrics.jsonl"})
+      file_write_gzipped_atomic((packed / (std::string(file) + ".gz")).string(), file_read((out / file).string()));
+    Outcome packed_report = run("report --run " + packed.string());
+    ASSERT_EQ(packed_report.exit_code, 0) << packed_report.output;
+    EXPECT_FALSE(fs::exists(packed / "results.json")) << "no plain copy written beside";
+    EXPECT_EQ(nlohmann::json::parse(file_read_stored((packed / "results.json.gz").string())), results);
+    EXPECT_EQ(file_read_stored((packed / "results.csv.gz").string()), file_read((out / "results.csv").string()));
+    std::ifstream packed_file(packed / "report.html");
+    const std::string packed_page((std::istreambuf_iterator<char>(packed_file)), std::istreambuf_iterator<char>());
+    for (const char* chart : {"class=\"chart length-generalization\"", "class=\"chart curves\"", "class=\"chart attention\""})
+      EXPECT_EQ(packed_page.find(chart) == std::string::npos, page.find(chart) == std::string::npos) << chart;
+    // A gzipped results.json cut short: refused, naming the file, nothing written over it.
+    const std::string whole = file_read((packed / "results.json.gz").string());
+    file_write_atomic((packed / "results.json.gz").string(), whole.substr(0, whole.size() / 2));
+    Outcome cut = run("report --run " + packed.string());
+    EXPECT_EQ(cut.exit_code, 2) << cut.output;
+    EXPECT_NE(cut.output.find("results.json.gz"), std::string::npos) << cut.output;
+    fs::remove_all(packed);
+  }
   fs::remove_all(out);
 }
 

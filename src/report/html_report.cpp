@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "util/atomic_files.h"
+#include "util/gzip_files.h"
 #include "report/report_sections.h"
 #include "report/svg.h"
 
@@ -86,8 +87,9 @@ std::string guarded(const char* name, const std::function<std::string()>& build)
   }
 }
 
+// A study file, plain or gzipped (util/gzip_files.h: path ending in .gz).
 json read_json_file(const fs::path& path) {
-  const std::string text = file_read(path.string());
+  const std::string text = file_read_stored(path.string());
   try {
     return json::parse(text);
   } catch (const json::parse_error& error) {
@@ -95,7 +97,11 @@ json read_json_file(const fs::path& path) {
   }
 }
 
-json read_optional(const fs::path& path) { return fs::exists(path) ? read_json_file(path) : json(); }
+// The study file `name` in `dir`, plain or gzipped beside; null when neither is there.
+json read_optional(const fs::path& dir, const std::string& name) {
+  const std::string path = stored_file(dir.string(), name);
+  return path.empty() ? json() : read_json_file(path);
+}
 
 // A study file through its typed record (records/); throws naming the file and how to mend it.
 template <typename Record>
@@ -110,19 +116,21 @@ Record record_read(const fs::path& path) {
   }
 }
 
-// record_read of a file that may be missing: empty then.
+// record_read of the study file `name` in `dir`, plain or gzipped, that may be missing: empty then.
 template <typename Record>
-std::optional<Record> optional_record_read(const fs::path& path) {
-  if (!fs::exists(path)) return std::nullopt;
+std::optional<Record> optional_record_read(const fs::path& dir, const std::string& name) {
+  const std::string path = stored_file(dir.string(), name);
+  if (path.empty()) return std::nullopt;
   return record_read<Record>(path);
 }
 
 // metrics.jsonl, one object per line. A last line without its newline is what a crash
 // mid-append leaves (the file is append-only); it is skipped, any other bad line is an error.
-std::vector<MetricsLine> read_metrics(const fs::path& path) {
+std::vector<MetricsLine> read_metrics(const fs::path& dir) {
   std::vector<MetricsLine> lines;
-  if (!fs::exists(path)) return lines;
-  const std::string text = file_read(path.string());
+  const std::string path = stored_file(dir.string(), "metrics.jsonl");
+  if (path.empty()) return lines;
+  const std::string text = file_read_stored(path);
   size_t start = 0, number = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
@@ -137,12 +145,12 @@ std::vector<MetricsLine> read_metrics(const fs::path& path) {
       parsed = json::parse(line);
     } catch (const json::parse_error& error) {
       if (!complete) break;  // a line being appended while the report is written
-      throw std::runtime_error(path.string() + " line " + std::to_string(number) + " is not valid JSON: " + error.what());
+      throw std::runtime_error(path + " line " + std::to_string(number) + " is not valid JSON: " + error.what());
     }
     try {
       lines.push_back(parsed.get<MetricsLine>());
     } catch (const json::exception& error) {
-      throw std::runtime_error(path.string() + " line " + std::to_string(number) + " is not a metrics line (" +
+      throw std::runtime_error(path + " line " + std::to_string(number) + " is not a metrics line (" +
                                error.what() + "); delete the line or the file, and collect the study again");
     }
   }
@@ -186,11 +194,11 @@ void report_html_write(const std::string& study_dir, const std::string& out_file
   ReportInputs inputs;
   inputs.study = study_dir;
   inputs.config = read_json_file(config);
-  inputs.run = optional_record_read<RunInfo>(dir / "run.json");
-  inputs.results = optional_record_read<StudyResults>(dir / "results.json");
-  inputs.attention = read_optional(dir / "attention.json");
-  inputs.positional = optional_record_read<PositionalStudy>(dir / "positional.json");
-  inputs.metrics = read_metrics(dir / "metrics.jsonl");
+  inputs.run = optional_record_read<RunInfo>(dir, "run.json");
+  inputs.results = optional_record_read<StudyResults>(dir, "results.json");
+  inputs.attention = read_optional(dir, "attention.json");
+  inputs.positional = optional_record_read<PositionalStudy>(dir, "positional.json");
+  inputs.metrics = read_metrics(dir);
   if (fs::is_directory(dir / "shards")) {
     std::vector<fs::path> shards;
     for (const auto& entry : fs::directory_iterator(dir / "shards"))

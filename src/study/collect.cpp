@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 #include "util/atomic_files.h"
+#include "util/gzip_files.h"
 #include "report/html_report.h"
 #include "records/member_result.h"
 #include "records/positional_record.h"
@@ -29,16 +30,33 @@ nlohmann::json study_collect(const std::string& study_dir) {
   // A folder of collected files without its members (an experiment's copy, its checkpoints
   // left behind) keeps its numbers: collecting no members would write empty files over
   // them. Only the page is written again, from those files.
-  if (!fs::exists(dir / "members") && fs::exists(dir / "results.json")) {
-    const nlohmann::json saved = nlohmann::json::parse(file_read((dir / "results.json").string()));
+  // The files may be gzipped (results.json.gz, ...: an experiment's folder kept small); then
+  // results.csv is written gzipped too.
+  const std::string saved_results = stored_file(study_dir, "results.json");
+  if (!fs::exists(dir / "members") && !saved_results.empty()) {
+    // A file that cannot be read whole (not JSON, a gzip file cut short) is bad input: said
+    // before anything is written over it.
+    nlohmann::json saved;
+    try {
+      saved = nlohmann::json::parse(file_read_stored(saved_results));
+    } catch (const nlohmann::json::parse_error& error) {
+      throw ConfigError(saved_results + " is not valid JSON (" + error.what() + "); restore the file");
+    } catch (const std::runtime_error& error) {
+      throw ConfigError(std::string(error.what()));
+    }
     // results.csv is derived: written again from results.json (a folder from a copytask
     // before it gets one).
+    std::string csv;
     try {
-      file_write_atomic((dir / "results.csv").string(), results_csv(results_tidy_rows(saved.get<StudyResults>())));
+      csv = results_csv(results_tidy_rows(saved.get<StudyResults>()));
     } catch (const nlohmann::json::exception& error) {
-      throw std::runtime_error((dir / "results.json").string() + " is not a study's results.json (" + error.what() +
+      throw std::runtime_error(saved_results + " is not a study's results.json (" + error.what() +
                                "); collect the study from its members, or restore the file");
     }
+    if (saved_results.size() > 3 && saved_results.compare(saved_results.size() - 3, 3, ".gz") == 0)
+      file_write_gzipped_atomic((dir / "results.csv.gz").string(), csv);
+    else
+      file_write_atomic((dir / "results.csv").string(), csv);
     report_html_write(study_dir, (dir / "report.html").string());
     return saved;
   }
