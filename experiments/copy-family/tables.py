@@ -2,42 +2,26 @@
 """Prints the copy-family tables from the study's results.json, so that every number of
 README.md can be regenerated:
 
-    python3 experiments/copy-family/tables.py [headline|reverse|attention|errors|entropy]
+    python3 experiments/copy-family/tables.py [headline|reverse|attention|errors|entropy|seeds|separate]
 
-Arms are named "<scheme>" (copy), "<scheme>.reverse" and "<scheme>.selective". Standard
-library only. HERE=folder reads another copy of the files (e.g. runs/copy-family while the
+Arms are named "<scheme>" (copy), "<scheme>.reverse" and "<scheme>.selective". Each cell
+is the mean over seeds with its 95% t interval (experiments/study_tables.py, shared with
+experiments/past-2N); `seeds` gives every seed's value. Standard library only. HERE=folder reads another copy of the files (e.g. runs/copy-family while the
 study runs: a study's output folder holds results.json once a batch has finished)."""
-import json
-import math
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import study_tables as st  # noqa: E402
+from study_tables import mean, n_of, trained_exact  # noqa: E402
 
 HERE = os.environ.get("HERE") or os.path.dirname(os.path.abspath(__file__))
 KINDS = ("copy", "reverse", "selective")
 
 
-def load(name):
-    with open(os.path.join(HERE, name)) as f:
-        return json.load(f)
-
-
-def mean(values):
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    return sum(values) / len(values) if values else float("nan")
-
-
-def std(values):
-    """Sample standard deviation over seeds, as results.json's."""
-    values = [v for v in values if v is not None and not math.isnan(v)]
-    if len(values) < 2:
-        return 0.0
-    m = mean(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-
-
 def arms():
     """{scheme: {kind: results.json entry}} in the study's order."""
-    results = load("results.json")
+    results = st.load(HERE, "results.json")
     out = {}
     for name in results["scheme_order"]:
         if name not in results["schemes"]:
@@ -57,35 +41,10 @@ def each_arm():
 
 def runs_at(entry, k, key):
     """Each seed's value of `key` at length k (None where skipped)."""
-    out = []
-    for run in sorted(entry["runs"], key=lambda r: r["seed"]):
-        one = run["length_generalization"]["by_length"].get(str(k))
-        out.append(None if one is None or one.get("skipped") else one[key])
-    return out
+    return st.per_seed(entry, k, key)
 
 
-def n_of(entry):
-    return entry["length_generalization"]["train_max_len"]
-
-
-def cell(values, digits=2):
-    m = mean(values)
-    return "-" if math.isnan(m) else ("%.*f +- %.*f" % (digits, m, digits, std(values)))
-
-
-def trained_exact(entry):
-    """Per seed, exact match over every evaluated example of lengths 1..N (each length
-    weighted by its examples: k = 1 and 2 have only a few inputs the training never saw, so
-    an unweighted mean over lengths would let 2 examples count as much as 100)."""
-    n = n_of(entry)
-    exact = [runs_at(entry, k, "exact") for k in range(1, n + 1)]
-    count = [runs_at(entry, k, "n") for k in range(1, n + 1)]
-    per_seed = []
-    for i in range(len(entry["runs"])):
-        pairs = [(e[i], c[i]) for e, c in zip(exact, count) if e[i] is not None and c[i]]
-        total = sum(c for _, c in pairs)
-        per_seed.append(sum(e * c for e, c in pairs) / total if total else float("nan"))
-    return per_seed
+cell = st.cell
 
 
 def headline():
@@ -106,16 +65,15 @@ def headline():
         print("| " + " | ".join(row) + " |")
 
 
-def by_output_means(entry, k):
-    """Mean over seeds of the share right at each output j of length k."""
-    rows = [run["length_generalization"]["by_length"].get(str(k), {}).get("token_by_output") for run in entry["runs"]]
-    rows = [r for r in rows if r]
-    return [mean([r[j] for r in rows]) for j in range(k)] if rows else []
+def outputs_share(entry, k, outputs):
+    """Per seed, the share right of the output positions `outputs` (a slice) at length k."""
+    columns = st.by_output(entry, k)[outputs]
+    return [mean(seed) for seed in zip(*columns)] if columns else []
 
 
 def reverse():
-    """At k = 2N: the share right of the first N outputs (distances seen in training) and of
-    the later ones, for copy and reverse."""
+    """At k = 2N: the share right of the first N outputs (distances seen in training, on
+    reverse) and of the later ones, for copy and reverse, with 95% intervals over seeds."""
     print("| scheme | copy, outputs j < N | copy, outputs j >= N | reverse, outputs j < N | reverse, outputs j >= N |")
     print("|---|---|---|---|---|")
     for scheme, kinds in arms().items():
@@ -126,39 +84,50 @@ def reverse():
                 row += ["-", "-"]
                 continue
             n = n_of(entry)
-            outputs = by_output_means(entry, 2 * n)
-            row += ["%.2f" % mean(outputs[:n]), "%.2f" % mean(outputs[n:])] if outputs else ["-", "-"]
+            row += [cell(outputs_share(entry, 2 * n, slice(None, n))), cell(outputs_share(entry, 2 * n, slice(n, None)))]
         print("| " + " | ".join(row) + " |")
 
 
-def copying_head(entry):
-    """The (block, head) with the most attention on the source over the trained lengths
-    (the report's choice), from the means over seeds."""
-    by_length = entry["length_generalization"]["by_length"]
-    totals = {}
-    for k in range(1, n_of(entry) + 1):
-        blocks = by_length.get(str(k), {}).get("source_attention")
-        for b, heads in enumerate(blocks or []):
-            for h, v in enumerate(heads):
-                totals[(b, h)] = totals.get((b, h), 0.0) + v
-    return max(totals, key=totals.get) if totals else None
-
-
 def attention():
-    """The copying head's mean attention on the source at k = N, N+1, 2N, 4N, per arm."""
-    print("| arm | head | k = N | k = N+1 | k = 2N | k = 4N |")
+    """Each member's own copying head (the head with the most attention on the source over
+    the trained lengths, for that member) and its attention on the source at k = N, N+1, 2N,
+    4N: the mean over members with its 95% interval."""
+    print("| arm | copying head by seed | k = N | k = N+1 | k = 2N | k = 4N |")
     print("|---|---|---|---|---|---|")
     for name, entry in each_arm():
-        head = copying_head(entry)
-        if head is None:
-            continue
         n = n_of(entry)
-        by_length = entry["length_generalization"]["by_length"]
-        values = []
-        for k in (n, n + 1, 2 * n, 4 * n):
-            one = by_length.get(str(k), {}).get("source_attention")
-            values.append("%.2f" % one[head[0]][head[1]] if one else "-")
-        print("| %s | %d.%d | %s |" % (name, head[0] + 1, head[1] + 1, " | ".join(values)))
+        values = [st.cell(st.source_attention(entry, k)) for k in (n, n + 1, 2 * n, 4 * n)]
+        print("| %s | %s | %s |" % (name, st.heads_cell(entry), " | ".join(values)))
+
+
+def seeds():
+    """Every seed's exact match over k <= N and at k = 2N, every arm."""
+    print("| arm | exact k <= N, by seed | exact k = 2N, by seed | token k = 2N, by seed |")
+    print("|---|---|---|---|")
+    for name, entry in each_arm():
+        n = n_of(entry)
+        print("| %s | %s | %s | %s |" % (name, st.seeds_cell(trained_exact(entry)),
+                                        st.seeds_cell(runs_at(entry, 2 * n, "exact")),
+                                        st.seeds_cell(runs_at(entry, 2 * n, "token"))))
+
+
+def separate():
+    """Pairs of arms of one task kind whose copy token accuracy at 2N three seeds cannot
+    separate (overlapping 95% intervals), and the trained-length exact matches below 0.95."""
+    entries = list(each_arm())
+    for kind in KINDS:
+        same = [(name, entry) for name, entry in entries if entry["task"] == kind]
+        apart, together = 0, []
+        for i, (a, ea) in enumerate(same):
+            for b, eb in same[i + 1:]:
+                va, vb = runs_at(ea, 2 * n_of(ea), "token"), runs_at(eb, 2 * n_of(eb), "token")
+                if st.differ(va, vb):
+                    apart += 1
+                else:
+                    together.append("%s/%s" % (a, b))
+        print("%s, token accuracy at 2N: %d pairs separated, %d not: %s" % (kind, apart, len(together), ", ".join(together)))
+    below = ["%s %.2f" % (name, mean(trained_exact(entry))) for name, entry in entries if mean(trained_exact(entry)) < 0.95]
+    print("exact k <= N below 0.95 (%d of %d arms): %s" % (len(below), len(entries), ", ".join(below)))
 
 
 def errors():
@@ -180,16 +149,13 @@ def entropy():
     print("|---|---|---|---|")
     for name, entry in each_arm():
         n = n_of(entry)
-        by_length = entry["length_generalization"]["by_length"]
-        values = []
-        for k in (n, 2 * n, 4 * n):
-            one = by_length.get(str(k), {}).get("entropy")
-            values.append("%.2f" % mean([v for heads in one for v in heads]) if one else "-")
+        values = [cell(st.entropy(entry, k), 2, 0.0, float("inf")) for k in (n, 2 * n, 4 * n)]
         print("| %s | %s |" % (name, " | ".join(values)))
 
 
 if __name__ == "__main__":
-    tables = {"headline": headline, "reverse": reverse, "attention": attention, "errors": errors, "entropy": entropy}
+    tables = {"headline": headline, "reverse": reverse, "attention": attention, "errors": errors, "entropy": entropy,
+              "seeds": seeds, "separate": separate}
     chosen = sys.argv[1:] or list(tables)
     for name in chosen:
         if name not in tables:
