@@ -2,7 +2,7 @@
 """Prints the copy-family tables from the study's results.json, so that every number of
 README.md can be regenerated:
 
-    python3 experiments/copy-family/tables.py [headline|reverse|attention|errors|entropy|seeds|separate]
+    python3 experiments/copy-family/tables.py [headline|reverse|attention|rescaled|errors|entropy|seeds|separate]
 
 Arms are named "<scheme>" (copy), "<scheme>.reverse" and "<scheme>.selective". Each cell
 is the mean over seeds with its 95% t interval (experiments/study_tables.py, shared with
@@ -116,7 +116,7 @@ def separate():
     separate (overlapping 95% intervals), and the trained-length exact matches below 0.95."""
     entries = list(each_arm())
     for kind in KINDS:
-        same = [(name, entry) for name, entry in entries if entry["task"] == kind]
+        same = [(name, entry) for name, entry in entries if (name.partition(".")[2] or "copy") == kind]
         apart, together = 0, []
         for i, (a, ea) in enumerate(same):
             for b, eb in same[i + 1:]:
@@ -126,8 +126,27 @@ def separate():
                 else:
                     together.append("%s/%s" % (a, b))
         print("%s, token accuracy at 2N: %d pairs separated, %d not: %s" % (kind, apart, len(together), ", ".join(together)))
-    below = ["%s %.2f" % (name, mean(trained_exact(entry))) for name, entry in entries if mean(trained_exact(entry)) < 0.95]
+    below = ["%s %.3f" % (name, mean(trained_exact(entry))) for name, entry in entries if mean(trained_exact(entry)) < 0.95]
     print("exact k <= N below 0.95 (%d of %d arms): %s" % (len(below), len(entries), ", ".join(below)))
+
+
+def rescaled():
+    """RoPE's rescalings at evaluation (the factor per length): exact match by length (mean
+    over seeds), and at k = 2N the mean with its 95% interval, for every arm that has them."""
+    lengths = (6, 7, 8, 9, 10, 11, 12, 15, 20)
+    print("| arm | " + " | ".join("k = %d" % k for k in lengths) + " | k = 2N, 95% interval |")
+    print("|---|" + "---|" * (len(lengths) + 1))
+    for name, entry in each_arm():
+        runs = st.runs_of(entry)
+        for method in ("pi", "ntk", "yarn"):
+            if not all(method in run.get("length_generalization_rescaled", {}) for run in runs):
+                continue
+            as_plain = [{"seed": run["seed"], "length_generalization": run["length_generalization_rescaled"][method]}
+                        for run in runs]
+            per_length = {k: st.per_seed({"runs": as_plain}, k, "exact") for k in lengths}
+            at_2n = st.per_seed({"runs": as_plain}, 2 * n_of(entry), "exact")
+            print("| %s (%s) | %s | %s |" % (name, method, " | ".join("%.2f" % mean(per_length[k]) for k in lengths),
+                                            cell(at_2n)))
 
 
 def errors():
@@ -155,7 +174,7 @@ def entropy():
 
 if __name__ == "__main__":
     tables = {"headline": headline, "reverse": reverse, "attention": attention, "errors": errors, "entropy": entropy,
-              "seeds": seeds, "separate": separate}
+              "rescaled": rescaled, "seeds": seeds, "separate": separate}
     chosen = sys.argv[1:] or list(tables)
     for name in chosen:
         if name not in tables:
