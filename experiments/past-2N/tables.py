@@ -2,7 +2,7 @@
 """Prints the past-2N tables from the study's files, so that every number of README.md can
 be regenerated:
 
-    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|seeds|attention|outputs|errors|entropy|differ|goals]
+    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|lengths|n10-lengths|seeds|attention|outputs|errors|entropy|differ|goals]
 
 Arms are named "<scheme>[+causal][+<position IDs>][.next]" on copy, the same with ".reverse"
 or ".selective" on the other kinds; the N = 10 study's files are in n10/. Each cell is the
@@ -58,6 +58,17 @@ def task_table(kind, folder=None):
                      st.cell(st.source_attention(entry, 2 * n))])
     print_table(["arm (%s)" % kind, "exact k <= N", "exact k = 2N", "exact k = 4N", "token k = 2N",
                  "source attention k = 2N"], rows)
+
+
+def lengths(folder=None):
+    """Exact match by content length, 1..4N (mean over seeds; * marks a trained length)."""
+    entries = arms(folder)
+    if not entries:
+        return
+    n = st.n_of(entries[0][1])
+    ks = list(range(1, 4 * n + 1))
+    rows = [[name] + ["%.2f" % st.mean(st.per_seed(entry, k, "exact")) for k in ks] for name, entry in entries]
+    print_table(["arm"] + ["%d%s" % (k, "*" if k <= n else "") for k in ks], rows)
 
 
 def seeds():
@@ -174,14 +185,15 @@ def goals():
 
 if __name__ == "__main__":
     tables = {"copy": lambda: task_table("copy"), "reverse": lambda: task_table("reverse"),
-              "selective": lambda: task_table("selective"), "n10": lambda: task_table("copy", N10), "seeds": seeds,
+              "selective": lambda: task_table("selective"), "n10": lambda: task_table("copy", N10), "lengths": lengths,
+              "n10-lengths": lambda: lengths(N10), "seeds": seeds,
               "attention": attention, "outputs": outputs, "errors": errors, "entropy": entropy, "differ": differ,
               "goals": goals}
     chosen = sys.argv[1:] or list(tables)
     for name in chosen:
         if name not in tables:
             sys.exit("unknown table %r; choose from %s" % (name, ", ".join(tables)))
-        if name == "n10" and not os.path.isdir(N10):
+        if name.startswith("n10") and not os.path.isdir(N10):
             continue
         tables[name]()
         print()
