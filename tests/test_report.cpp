@@ -1,6 +1,7 @@
 // The HTML report: a well-formed self-contained page with every chart, the numbers in hover
-// titles and in tables, user text escaped, the causal mask visible, and "not recorded"
-// notes (not a failure) when optional study files are missing.
+// titles (a map's hover naming the study file that holds its values), no table that copies a
+// chart, user text escaped, the causal mask visible, and "not recorded" notes (not a failure)
+// when optional study files are missing.
 #include <unistd.h>
 
 #include <cmath>
@@ -332,7 +333,7 @@ TEST(Report, LengthGeneralizationChartWithTheTrainedMaximumMarked) {
   EXPECT_NE(page.find("k = 3<"), std::string::npos);
 }
 
-TEST(Report, NumbersAppearOnHoverAsColoursAndInTables) {
+TEST(Report, NumbersAppearOnHoverAndMapsNameTheirFile) {
   const std::string page = report_html(fixture());
   const std::string accuracy = svg_with(page, "class=\"chart accuracy\"");
   ASSERT_FALSE(accuracy.empty());
@@ -343,18 +344,27 @@ TEST(Report, NumbersAppearOnHoverAsColoursAndInTables) {
   // The mean of rope (0.9894) in the summary table, its CI in the bar's hover text.
   EXPECT_NE(page.find("<td class=\"num\">0.9894</td>"), std::string::npos);
   EXPECT_NE(accuracy.find("95% CI of the mean [0.8876, 1.0912]"), std::string::npos);
-  // Curves: the mean over seeds at step 40, on hover and in the table.
+  // Curves: the mean over seeds at step 40, on hover.
   const std::string curves = svg_with(page, "class=\"chart curves\"");
   EXPECT_NE(curves.find("rope, step 40: mean test exact-match 0.9894 over 2 seed(s)"), std::string::npos);
-  // Attention weights as the cells' colours, and in the tables: the causal scheme's third
-  // query spreads 1/3 over three keys; the cells above the diagonal are masked.
+  // Attention weights as the cells' colours, each map's hover naming attention.json: the causal
+  // scheme's third query spreads 1/3 over three keys; the cells above the diagonal are masked.
   const std::string causal = svg_with(page, "id=\"chart-attention-0-b-x-0\"");
   const charts::ColourScale attention_scale{charts::ColourScale::Kind::sequential, 0, 1, "attention weight"};
   for (size_t key = 0; key <= 2; ++key)
     EXPECT_EQ(cell_colour(causal, 2, key), html::hex(attention_scale.step(1.0 / 3))) << "key " << key;
   EXPECT_EQ(cell_colour(causal, 2, 3), "") << "masked";
   EXPECT_EQ(cell_colour(causal, 0, 0), html::hex(attention_scale(1.0))) << "the first query puts all on key 0";
-  EXPECT_NE(page.find("<td class=\"num\">0.333</td>"), std::string::npos);
+  EXPECT_NE(causal.find("<title>layer 2, head 1: the values are in attention.json</title>"), std::string::npos);
+  // The positional maps' hover names positional.json.
+  EXPECT_NE(svg_with(page, "class=\"chart heatmap-cosine\"")
+                .find("<title>cosine similarity: the values are in positional.json</title>"),
+            std::string::npos);
+  EXPECT_NE(svg_with(page, "class=\"chart score-bias\"").find("<title>head 1, slope 0.5: the values are in "
+                                                               "positional.json</title>"),
+            std::string::npos);
+  // Each PCA point's coordinates on hover.
+  EXPECT_NE(svg_with(page, "class=\"chart pca\"").find("<title>position 3: (1.500, 0.500)</title>"), std::string::npos);
   // The RoPE kernel and the ALiBi slope.
   EXPECT_NE(page.find("distance -1: score 0.8000"), std::string::npos);
   EXPECT_NE(page.find("head 1, slope 0.5"), std::string::npos);
@@ -363,6 +373,30 @@ TEST(Report, NumbersAppearOnHoverAsColoursAndInTables) {
             std::string::npos);
   // By content length: rope's mean at k = 2.
   EXPECT_NE(page.find("rope, 2 content token(s): mean test exact-match 0.9894"), std::string::npos);
+}
+
+// The page carries what its charts show and the tables that are content of their own (the
+// accuracy summary and every run, by length, the reported slopes, the config); the numbers
+// behind the maps and curves are left to the files that hold them, and the page says which.
+TEST(Report, CarriesOnlyWhatItsChartsShow) {
+  const std::string page = report_html(fixture());
+  std::set<std::string> tables;
+  static const std::regex table("<table class=\"([^\"]*)\"");
+  for (std::sregex_iterator it(page.begin(), page.end(), table), end; it != end; ++it) tables.insert((*it)[1]);
+  EXPECT_EQ(tables, (std::set<std::string>{"summary", "runs", "by-length", "slopes", "config", "run", "schemes"}));
+  // No copy of a chart's values: no matrix of attention weights, similarities or biases, no
+  // curve, kernel, PCA or path table.
+  EXPECT_EQ(page.find("<td class=\"num\">0.333</td>"), std::string::npos) << "an attention weight";
+  EXPECT_EQ(page.find("Table: "), std::string::npos);
+  EXPECT_EQ(page.find("Tables: "), std::string::npos);
+  EXPECT_EQ(count(page, "<details>"), 2u) << "every run, the config as JSON";
+  EXPECT_NE(page.find("<summary>Every run (6)</summary>"), std::string::npos);
+  // Where the numbers are instead.
+  EXPECT_NE(page.find("The weights themselves are in attention.json."), std::string::npos);
+  EXPECT_NE(page.find("The numbers of every seed at every evaluation are in metrics.jsonl."), std::string::npos);
+  EXPECT_NE(page.find("The points at every evaluation are in positional.json."), std::string::npos);
+  // The ALiBi slope, a value no chart carries to its last digits, stays in its table.
+  EXPECT_NE(page.find("<td class=\"num\">0.500000</td>"), std::string::npos);
 }
 
 // Heatmap cells take the nearest of 64 evenly spaced colours of their scale.

@@ -64,10 +64,8 @@ th, td { padding: 3px 9px; border-bottom: 1px solid var(--rule); text-align: lef
 th { background: var(--soft); font-weight: 600; font-size: 12.5px; color: #38414a; }
 td.num { text-align: right; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-table.matrix td, table.matrix th { padding: 1px 6px; font-size: 12px; }
 table.run td, table.shards td { white-space: normal; overflow-wrap: anywhere; max-width: 820px; }
 .na { color: #9aa3ad; }
-.table-title { margin: 10px 0 0; font-weight: 600; font-size: 13px; }
 details { margin: 6px 0 14px; }
 summary { cursor: pointer; color: var(--accent); font-size: 14px; }
 .config-groups { display: flex; flex-wrap: wrap; gap: 0 24px; align-items: flex-start; }

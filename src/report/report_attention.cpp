@@ -59,27 +59,6 @@ std::vector<std::vector<std::vector<std::vector<double>>>> first_member_maps(con
   }
   return layers;
 }
-
-std::string map_tables(const StudyView& view, const std::vector<std::vector<std::vector<std::vector<double>>>>& maps,
-                       const std::vector<int64_t>& input) {
-  std::string out;
-  for (size_t l = 0; l < maps.size(); ++l) {
-    for (size_t h = 0; h < maps[l].size(); ++h) {
-      std::vector<std::string> header = {"query \\ key"};
-      for (size_t j = 0; j < input.size(); ++j) header.push_back(std::to_string(j) + " " + view.token_name(input[j]));
-      std::vector<std::vector<Cell>> rows;
-      for (size_t i = 0; i < maps[l][h].size(); ++i) {
-        std::vector<Cell> row = {text_cell(std::to_string(i) + " " + (i < input.size() ? view.token_name(input[i]) : ""))};
-        for (const double v : maps[l][h][i]) row.push_back(number_cell(v, 3));
-        rows.push_back(std::move(row));
-      }
-      out += html::text_element("p", " class=\"table-title\"",
-                                "layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1));
-      out += table(header, rows, "matrix");
-    }
-  }
-  return out;
-}
 }  // namespace
 
 std::string section_attention(const StudyView& view) {
@@ -98,8 +77,8 @@ std::string section_attention(const StudyView& view) {
       "head (columns); row = query position, column = key position, each row sums to 1. Tokens: "
       "<code>_</code> padding, <code>\u25B8</code> &lt;copy&gt;. Under a causal mask the cells above the diagonal "
       "are masked (hatched). The output is the model's prediction at every position; tokens that differ from the "
-      "copy target are marked <span class=\"tok wrong\">red</span>. The weights themselves are in the tables "
-      "under each probe.");
+      "copy target are marked <span class=\"tok wrong\">red</span>. The weights themselves are in "
+      "attention.json.");
   const charts::ColourScale scale{charts::ColourScale::Kind::sequential, 0, 1, "attention weight"};
   for (size_t p = 0; p < probes->size(); ++p) {
     const std::vector<int64_t> probe_input = inputs && inputs->is_array() && p < inputs->size() ? tokens_of(&(*inputs)[p])
@@ -113,7 +92,7 @@ std::string section_attention(const StudyView& view) {
         html::element("p", " class=\"probe-line\"",
                       "input " + token_spans(view, input, {}) +
                           (expected.empty() ? "" : " &nbsp; target " + token_spans(view, expected, {})));
-    std::string figures, tables;
+    std::string figures;
     for (size_t s = 0; s < view.schemes().size(); ++s) {
       const std::string& name = view.schemes()[s];
       const json* entry = schemes ? member(*schemes, name) : nullptr;
@@ -162,7 +141,7 @@ std::string section_attention(const StudyView& view) {
       const double cell = positions <= 12 ? 16 : std::max(6.0, 192.0 / static_cast<double>(positions));
       const std::string id = "chart-attention-" + std::to_string(p) + "-" + id_part(name, s);
       const std::string svg = charts::heatmap_grid(grid, scale, {"attention", id, "Attention maps of " + name},
-                                                   cell, "masked (causal)");
+                                                   "attention.json", cell, "masked (causal)");
       const std::string seed_text =
           seeds.empty() ? "first seed" : "seed " + html::compact(seeds[0]) + " (first of " + std::to_string(seeds.size()) + ")";
       const std::string caption =
@@ -173,12 +152,9 @@ std::string section_attention(const StudyView& view) {
           (own_probe ? "<br>input " + token_spans(view, input, {}) + "<br>target " + token_spans(view, expected, {}) : "") +
           "<br>output " + token_spans(view, output, expected);
       figures += figure(svg, caption, "attention-figure");
-      tables += html::text_element("h4", "", name + " (" + seed_text + ")") + map_tables(view, maps, input);
     }
     if (figures.empty()) figures = note("No scheme recorded attention for this probe.");
-    content += html::element("div", " class=\"probe\"",
-                             probe_block + html::element("div", " class=\"fig-row\"", figures) +
-                                 (tables.empty() ? "" : details("Tables: attention weights on probe " + std::to_string(p + 1), tables)));
+    content += html::element("div", " class=\"probe\"", probe_block + html::element("div", " class=\"fig-row\"", figures));
   }
   return section("attention", title, content);
 }

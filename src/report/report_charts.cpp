@@ -353,10 +353,10 @@ namespace {
 // One map's cells at (x, y): one path per colour of unit squares, scaled to cell_px (a
 // <rect> and hover text per cell made a study's attention maps 5 MB; this is a tenth of
 // it), white lines between the cells, and the masked cells hatched on top (one square each
-// in one path). The colours are the scale's 64 steps (ColourScale::step); the values are in
-// each section's tables.
+// in one path). The colours are the scale's 64 steps (ColourScale::step); the hover text names
+// the study file that holds the values (`values_in`).
 std::string heatmap_cells(const Heatmap& map, const ColourScale& scale, double x, double y, double cell_px,
-                          const std::string& hatch_id) {
+                          const std::string& hatch_id, const std::string& values_in) {
   const size_t rows = map.values.size();
   size_t cols = 0;
   for (const auto& row : map.values) cols = std::max(cols, row.size());
@@ -387,7 +387,7 @@ std::string heatmap_cells(const Heatmap& map, const ColourScale& scale, double x
               attr("class", "cells") +
                   attr("transform", "translate(" + html::compact(x) + " " + html::compact(y) + ") scale(" +
                                         html::compact(cell_px) + ")"),
-              tooltip(map.heading + ": the values are in the tables below") + paths);
+              tooltip(map.heading + ": the values are in " + values_in) + paths);
   return cells + (lines.empty() ? "" : empty_element("path", attr("d", lines) + attr("stroke", "#fff") +
                                                                    attr("stroke-width", 0.5) + attr("fill", "none"))) +
          (masked.empty() ? "" : empty_element("path", attr("class", "masked") + attr("fill", "url(#" + hatch_id + ")") +
@@ -397,7 +397,8 @@ std::string heatmap_cells(const Heatmap& map, const ColourScale& scale, double x
 }  // namespace
 
 std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const ColourScale& scale,
-                         const ChartMeta& meta, double cell_px, const std::string& mask_legend) {
+                         const ChartMeta& meta, const std::string& values_in, double cell_px,
+                         const std::string& mask_legend) {
   size_t rows = 0, cols = 0, grid_cols = 0;
   double row_label_w = 0;
   bool any_mask = false;
@@ -441,7 +442,7 @@ std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const Co
       std::string panel = text(mx + map_w / 2, oy + 14, map.heading,
                                attr("text-anchor", "middle") + attr("font-size", 12) + attr("font-weight", "600") +
                                    attr("fill", "#222"));
-      panel += heatmap_cells(map, scale, mx, my, cell_px, hatch_id);
+      panel += heatmap_cells(map, scale, mx, my, cell_px, hatch_id, values_in);
       // The labels' shared attributes once per axis (a study's report has thousands of labels).
       std::string row_labels, col_labels;
       for (size_t i = 0; i < map.row_labels.size() && i < rows; i += label_every)

@@ -76,10 +76,11 @@ struct Heatmap {
 
 // A grid of heatmaps sharing one colour scale (e.g. layers x heads of attention), each map
 // under its heading, with the colour bar, and the hatch legend (`mask_legend`, a trailing
-// " (...)" on a second line) when any cell is masked. No hover text per cell: the sections
-// print the values in tables beside the maps.
+// " (...)" on a second line) when any cell is masked. No hover text per cell: each map's
+// says which study file holds its values (`values_in`, e.g. "attention.json").
 std::string heatmap_grid(const std::vector<std::vector<Heatmap>>& grid, const ColourScale& scale,
-                         const ChartMeta& meta, double cell_px, const std::string& mask_legend = "masked");
+                         const ChartMeta& meta, const std::string& values_in, double cell_px,
+                         const std::string& mask_legend = "masked");
 
 // ---- Scatter (PCA of positions) -----------------------------------------------------------------
 struct ScatterPoint {

@@ -28,19 +28,6 @@ double cell_size(size_t positions) {
   return positions <= 12 ? 16 : std::max(5.0, 192.0 / static_cast<double>(positions));
 }
 
-std::string matrix_table(const std::vector<std::vector<double>>& values, int decimals, const std::string& corner) {
-  std::vector<std::string> header = {corner};
-  const size_t cols = values.empty() ? 0 : values[0].size();
-  for (size_t j = 0; j < cols; ++j) header.push_back(std::to_string(j));
-  std::vector<std::vector<Cell>> rows;
-  for (size_t i = 0; i < values.size(); ++i) {
-    std::vector<Cell> row = {text_cell(std::to_string(i))};
-    for (const double v : values[i]) row.push_back(number_cell(v, decimals));
-    rows.push_back(std::move(row));
-  }
-  return table(header, rows, "matrix");
-}
-
 // A position x position similarity heatmap on a diverging scale centred at 0.
 std::string similarity_map(const std::vector<std::vector<double>>& values, const std::string& what,
                            double bound, const std::string& id) {
@@ -52,7 +39,7 @@ std::string similarity_map(const std::vector<std::vector<double>>& values, const
   map.col_title = "position j";
   const charts::ColourScale scale{charts::ColourScale::Kind::diverging, -bound, bound, what};
   return charts::heatmap_grid({{map}}, scale, {"heatmap-" + std::string(what == "cosine similarity" ? "cosine" : "dot"), id, what},
-                              cell_size(values.size()));
+                              "positional.json", cell_size(values.size()));
 }
 
 std::vector<std::pair<double, double>> points_of(const json* j) {
@@ -74,20 +61,16 @@ std::vector<charts::ScatterPoint> position_points(const std::vector<std::pair<do
 
 // Additive tables: similarity heatmaps, PCA scatter, and (learned) the path over training.
 std::string vectors_block(const json& vectors, const json* path, const std::string& id) {
-  std::string row, tables;
+  std::string row;
   const auto cosine = matrix(member(vectors, "cosine"));
   const auto dot = matrix(member(vectors, "dot"));
-  if (!cosine.empty()) {
-    row += figure(similarity_map(cosine, "cosine similarity", 1.0, id + "-cosine"), "");
-    tables += html::text_element("p", " class=\"table-title\"", "cosine similarity") + matrix_table(cosine, 3, "i \\ j");
-  }
+  if (!cosine.empty()) row += figure(similarity_map(cosine, "cosine similarity", 1.0, id + "-cosine"), "");
   if (!dot.empty()) {
     double bound = 0;
     for (const auto& r : dot)
       for (const double v : r)
         if (std::isfinite(v)) bound = std::max(bound, std::abs(v));
     row += figure(similarity_map(dot, "dot product", bound > 0 ? bound : 1.0, id + "-dot"), "");
-    tables += html::text_element("p", " class=\"table-title\"", "dot product") + matrix_table(dot, 3, "i \\ j");
   }
   const json* pca = member(vectors, "pca");
   const auto final_points = points_of(pca ? member(*pca, "points") : nullptr);
@@ -105,20 +88,14 @@ std::string vectors_block(const json& vectors, const json* path, const std::stri
     row += figure(charts::scatter_chart(position_points(final_points), {order},
                                         {"pca", id + "-pca", "PCA of the position vectors"}, axes, 270, position_scale),
                   "");
-    std::vector<std::vector<Cell>> rows;
-    for (size_t p = 0; p < final_points.size(); ++p)
-      rows.push_back({number_cell(static_cast<double>(p), 0), number_cell(final_points[p].first, 4),
-                      number_cell(final_points[p].second, 4)});
-    tables += html::text_element("p", " class=\"table-title\"",
-                                 "PCA: " + axis_name(0) + ", " + axis_name(1)) +
-              table({"position", "PC1", "PC2"}, rows, "pca");
   }
   std::string out = html::element("div", " class=\"fig-row\"", row) +
                     html::element("p", " class=\"caption\"",
                                   "Similarity of the position vectors of positions i and j: cosine on a fixed "
                                   "&minus;1 to 1 scale, dot product on a scale symmetric around 0 up to its largest "
                                   "magnitude. Right: the positions on their first two principal components "
-                                  "(colour = position, the grey line joins them in order).");
+                                  "(colour = position, the grey line joins them in order). The values are in "
+                                  "positional.json.");
   if (path && path->is_array() && !path->empty()) {
     // One line per position through its projections at each evaluation, oldest first.
     std::vector<double> steps;
@@ -142,52 +119,35 @@ std::string vectors_block(const json& vectors, const json* path, const std::stri
                                         axes, 340, position_scale),
                   html::escape("The learned position vectors at each of " + std::to_string(steps.size()) +
                                " evaluations (" + span + "), projected on the final PCA axes: each line is one "
-                               "position's path, from the open circle (first) to the labelled dot (last)."));
-    std::vector<std::vector<Cell>> rows;
-    for (size_t s = 0; s < steps.size(); ++s) {
-      std::vector<Cell> r = {number_cell(steps[s], 0)};
-      for (const auto& track : tracks)
-        r.push_back(s < track.size() ? Cell{html::fixed(track[s].first, 2) + ", " + html::fixed(track[s].second, 2), true}
-                                     : number_cell(NAN, 0));
-      rows.push_back(std::move(r));
-    }
-    std::vector<std::string> header = {"step"};
-    for (size_t p = 0; p < tracks.size(); ++p) header.push_back("pos " + std::to_string(p));
-    tables += html::text_element("p", " class=\"table-title\"", "path over training (PC1, PC2)") +
-              table(header, rows, "path");
+                               "position's path, from the open circle (first) to the labelled dot (last). The "
+                               "points at every evaluation are in positional.json."));
   }
-  return out + details("Tables: similarities and PCA", tables);
+  return out;
 }
 
-// One value by distance (the RoPE kernel's score, the q/k scale): the line, its hover text
-// "<distance label><d>: <value name> <v>" and the table's rows, the distances `keep` says.
-struct DistanceLine {
-  charts::Series series;
-  std::vector<std::vector<Cell>> rows;
-};
-DistanceLine distance_line(const json& entry, const char* value_key, const std::string& value_name,
-                           const std::string& distance_label, const std::string& colour,
-                           const std::function<bool(double)>& keep = {}) {
+// One value by distance (the RoPE kernel's score, the q/k scale): the line and its hover text
+// "<distance label><d>: <value name> <v>", at the distances `keep` says.
+charts::Series distance_line(const json& entry, const char* value_key, const std::string& value_name,
+                             const std::string& distance_label, const std::string& colour,
+                             const std::function<bool(double)>& keep = {}) {
   const std::vector<double> distance = numbers(member(entry, "distance"));
   const std::vector<double> value = numbers(member(entry, value_key));
-  DistanceLine out;
-  out.series.name = value_name;
-  out.series.colour = colour;
-  out.series.markers = true;
+  charts::Series out;
+  out.name = value_name;
+  out.colour = colour;
+  out.markers = true;
   for (size_t k = 0; k < distance.size() && k < value.size(); ++k) {
     if (keep && !keep(distance[k])) continue;
-    out.series.x.push_back(distance[k]);
-    out.series.y.push_back(value[k]);
-    out.series.tips.push_back(distance_label + html::compact(distance[k]) + ": " + value_name + " " +
-                              html::fixed(value[k], 4));
-    out.rows.push_back({number_cell(distance[k], 0), number_cell(value[k], 4)});
+    out.x.push_back(distance[k]);
+    out.y.push_back(value[k]);
+    out.tips.push_back(distance_label + html::compact(distance[k]) + ": " + value_name + " " + html::fixed(value[k], 4));
   }
   return out;
 }
 
 std::string kernel_block(const json& kernel, const std::string& colour, const std::string& id) {
   const double head_dim = number_at(kernel, "head_dim");
-  const auto [series, rows] = distance_line(kernel, "score", "score", "distance ", colour);
+  const charts::Series series = distance_line(kernel, "score", "score", "distance ", colour);
   charts::Axes axes;
   axes.x_label = "relative distance between query and key positions";
   axes.y_label = "kernel score";
@@ -197,18 +157,17 @@ std::string kernel_block(const json& kernel, const std::string& colour, const st
   return figure(chart, html::escape("RoPE's relative kernel: the score a rotated query and key get as a function of "
                                     "their distance alone" +
                                     (std::isfinite(head_dim) ? " (head dimension " + html::compact(head_dim) + ")" : "") +
-                                    ".")) +
-         details("Table: relative kernel", table({"distance", "score"}, rows, "kernel"));
+                                    "."));
 }
 
-// The values a scheme reports beside its table (ALiBi's slopes, KERPLE's r1 and r2,
-// FIRE's c and threshold, ...): every list of numbers in the run but the tables.
+// The values a scheme reports beside its maps (ALiBi's slopes, KERPLE's r1 and r2, FIRE's c
+// and threshold, ...): every list of numbers in the run but those drawn.
 std::vector<std::pair<std::string, std::vector<double>>> reported_values(const json& run) {
-  static const std::vector<std::string> tables = {"seed",   "vectors",  "path",          "relative_kernel", "bias",
-                                                  "bias_by_distance", "hooks", "content_score", "qk_scale"};
+  static const std::vector<std::string> drawn = {"seed", "vectors", "path", "relative_kernel", "bias",
+                                                 "bias_by_distance", "hooks", "content_score", "qk_scale"};
   std::vector<std::pair<std::string, std::vector<double>>> out;
   for (const auto& item : run.items())
-    if (std::find(tables.begin(), tables.end(), item.key()) == tables.end() && item.value().is_array())
+    if (std::find(drawn.begin(), drawn.end(), item.key()) == drawn.end() && item.value().is_array())
       out.emplace_back(item.key(), numbers(&item.value()));
   return out;
 }
@@ -219,8 +178,6 @@ std::string bias_distance_chart(const json& by_distance, const std::string& id) 
   const json* heads = member(by_distance, "heads");
   if (distance.empty() || !heads || !heads->is_array()) return "";
   std::vector<charts::Series> series;
-  std::vector<std::vector<Cell>> rows(distance.size());
-  std::vector<std::string> header = {"d = i - j"};
   const double last = std::max<double>(1, static_cast<double>(heads->size()) - 1);
   for (size_t h = 0; h < heads->size(); ++h) {
     const std::vector<double> values = numbers(&(*heads)[h]);
@@ -228,13 +185,10 @@ std::string bias_distance_chart(const json& by_distance, const std::string& id) 
     line.name = "head " + std::to_string(h + 1);
     line.colour = html::hex(html::viridis(heads->size() == 1 ? 0.3 : 0.85 * static_cast<double>(h) / last));
     line.markers = true;
-    header.push_back(line.name);
     for (size_t k = 0; k < distance.size() && k < values.size(); ++k) {
       line.x.push_back(distance[k]);
       line.y.push_back(values[k]);
       line.tips.push_back(line.name + ", d = " + html::compact(distance[k]) + ": bias " + html::fixed(values[k], 4));
-      if (h == 0) rows[k].push_back(number_cell(distance[k], 0));
-      rows[k].push_back(number_cell(values[k], 4));
     }
     series.push_back(std::move(line));
   }
@@ -245,8 +199,7 @@ std::string bias_distance_chart(const json& by_distance, const std::string& id) 
   return figure(charts::line_chart(series, {"bias-distance", id + "-distance", "Score bias against the distance"}, axes,
                                    760, 300),
                 "Each head's bias as a function of the signed distance between query and key at the end of training "
-                "(the mean over the pairs at that distance; a purely relative bias is the same for all of them).") +
-         details("Table: bias by distance", table(header, rows, "bias-distance"));
+                "(the mean over the pairs at that distance; a purely relative bias is the same for all of them).");
 }
 
 std::string bias_block(const json& run, const std::string& positional, bool causal, const std::string& id) {
@@ -262,7 +215,6 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
         if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   // Heads in rows of at most four maps, so many heads stay inside the page width.
   std::vector<std::vector<charts::Heatmap>> grid;
-  std::string tables;
   for (size_t h = 0; h < heads.size(); ++h) {
     if (h % 4 == 0) grid.emplace_back();
     charts::Heatmap map;
@@ -274,8 +226,6 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
     map.col_title = "key position j";
     if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
     grid.back().push_back(std::move(map));
-    tables += html::text_element("p", " class=\"table-title\"", "head " + std::to_string(h + 1) + slope) +
-              matrix_table(heads[h], 3, "i \\ j");
   }
   std::string out;
   if (!grid.empty()) {
@@ -286,8 +236,9 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
                                                               "query i on key j";
     const charts::ColourScale scale{charts::ColourScale::Kind::sequential, lo, hi, "score bias"};
     out += figure(charts::heatmap_grid(grid, scale, {"score-bias", id + "-bias", "Score bias per head"},
-                                       cell_size(heads[0].size()), "masked (causal)"),
-                  what + std::string(causal ? "; under the causal mask the keys after the query are masked." : "."));
+                                       "positional.json", cell_size(heads[0].size()), "masked (causal)"),
+                  what + std::string(causal ? "; under the causal mask the keys after the query are masked." : ".") +
+                      " The values are in positional.json.");
   }
   if (const json* by_distance = member(run, "bias_by_distance")) out += bias_distance_chart(*by_distance, id);
   // The reported values, one row per head.
@@ -305,29 +256,26 @@ std::string bias_block(const json& run, const std::string& positional, bool caus
     }
     out += table(header, rows, "slopes");
   }
-  if (!tables.empty()) out += details("Tables: bias per head", tables);
   return out;
 }
 // The q/k scale (xpos): the factor on q_i . k_j against i - j, averaged over the pairs.
 std::string qk_scale_block(const json& scale, const std::string& colour, bool causal, const std::string& id) {
   // Under the causal mask, the negative distances are keys the mask hides.
-  const auto [series, rows] = distance_line(scale, "scale", "scale", "i - j = ", colour,
-                                            [causal](double d) { return !causal || d >= 0; });
+  const charts::Series series = distance_line(scale, "scale", "scale", "i - j = ", colour,
+                                              [causal](double d) { return !causal || d >= 0; });
   charts::Axes axes;
   axes.x_label = "signed distance d = i - j (query minus key)";
   axes.y_label = "scale of q.k";
   const std::string chart =
       charts::line_chart({series}, {"qk-scale", id + "-qk-scale", "The scale of q.k by distance"}, axes, 760, 300);
   return figure(chart, "The factor the q/k scale puts on q_i . k_j at each distance, averaged over the rotated pairs "
-                       "(xpos: zeta^((i - j) / gamma), a decay towards keys further left).") +
-         details("Table: scale by distance", table({"d = i - j", "scale"}, rows, "qk-scale"));
+                       "(xpos: zeta^((i - j) / gamma), a decay towards keys further left).");
 }
 
 // A content term (cope, fox, dape) on the study's first probe: per block and head, the
 // term the scheme added to the attention logits.
 std::string content_block(const json& blocks, bool causal, const std::string& id) {
   std::vector<std::vector<charts::Heatmap>> grid;
-  std::string tables;
   double bound = 1e-9;
   for (size_t l = 0; l < blocks.size(); ++l) {
     grid.emplace_back();
@@ -342,17 +290,16 @@ std::string content_block(const json& blocks, bool causal, const std::string& id
       map.row_title = "query position i";
       map.col_title = "key position j";
       if (causal) map.masked = [](size_t i, size_t j) { return j > i; };
-      tables += html::text_element("p", " class=\"table-title\"", map.heading) + matrix_table(map.values, 3, "i \\ j");
       grid.back().push_back(std::move(map));
     }
   }
   if (grid.empty()) return "";
   const charts::ColourScale scale{charts::ColourScale::Kind::diverging, -bound, bound, "content term"};
   return figure(charts::heatmap_grid(grid, scale, {"content-score", id + "-content", "Content term on the first probe"},
-                                     cell_size(grid[0][0].values.size()), "masked (causal)"),
+                                     "positional.json", cell_size(grid[0][0].values.size()), "masked (causal)"),
                 "The term the scheme computed from the content and added to each block's attention logits, on the "
-                "study's first probe (report.probes): it depends on the tokens, unlike a position-only bias.") +
-         details("Tables: content term per block and head", tables);
+                "study's first probe (report.probes): it depends on the tokens, unlike a position-only bias. The "
+                "values are in positional.json.");
 }
 
 // The values a scheme reports when no bias table shows them (CoPE's embedding norms, FoX's

@@ -192,32 +192,22 @@ std::map<std::string, std::map<double, std::vector<double>>> metric_by_step(cons
   return out;
 }
 
-struct CurveChart {
-  std::string svg;
-  std::vector<double> steps;                        // every step, sorted
-  std::map<std::string, std::map<double, Spread>> values;  // scheme -> step -> spread
-  std::vector<std::string> schemes;
-};
-
-CurveChart curve_chart(const StudyView& view, double MetricsLine::*field, const std::string& what,
-                       const charts::ChartMeta& meta, std::optional<std::pair<double, double>> y_domain,
-                       int decimals, double height) {
-  CurveChart out;
+// One line per scheme (the mean over seeds, a band from the lowest to the highest seed),
+// each point's numbers on hover.
+std::string curve_chart(const StudyView& view, double MetricsLine::*field, const std::string& what,
+                        const charts::ChartMeta& meta, std::optional<std::pair<double, double>> y_domain,
+                        int decimals, double height) {
   const auto grouped = metric_by_step(view, field);
-  std::set<double> steps;
   double max_step = 0;
   std::vector<charts::Series> series;
   for (const auto& name : view.schemes()) {
     const auto it = grouped.find(name);
     if (it == grouped.end()) continue;
-    out.schemes.push_back(name);
     charts::Series s;
     s.name = name;
     s.colour = view.colour(name);
     for (const auto& [step, values] : it->second) {
       const Spread spread = spread_of(values);
-      out.values[name][step] = spread;
-      steps.insert(step);
       max_step = std::max(max_step, step);
       s.x.push_back(step);
       s.y.push_back(spread.mean);
@@ -229,50 +219,31 @@ CurveChart curve_chart(const StudyView& view, double MetricsLine::*field, const 
     }
     series.push_back(std::move(s));
   }
-  out.steps.assign(steps.begin(), steps.end());
   charts::Axes axes;
   axes.x_label = "training step";
   axes.y_label = what;
   axes.x_domain = std::make_pair(0.0, html::nice_domain(0, std::max(max_step, 1.0), 8).second);
   axes.y_domain = y_domain;
-  out.svg = charts::line_chart(series, meta, axes, 1040, height);
-  return out;
-}
-
-std::string curve_table(const CurveChart& chart, const StudyView& view, int decimals) {
-  std::vector<std::string> header = {"step"};
-  for (const auto& name : chart.schemes) header.push_back(name);
-  std::vector<std::vector<Cell>> rows;
-  for (const double step : chart.steps) {
-    std::vector<Cell> row = {number_cell(step, 0)};
-    for (const auto& name : chart.schemes) {
-      const auto& by_step = chart.values.at(name);
-      const auto it = by_step.find(step);
-      row.push_back(number_cell(it == by_step.end() ? NAN : it->second.mean, decimals));
-    }
-    rows.push_back(std::move(row));
-  }
-  return table(header, rows, "curve");
+  return charts::line_chart(series, meta, axes, 1040, height);
 }
 }  // namespace
 
 std::string section_curves(const StudyView& view) {
   if (view.inputs().metrics.empty())
     return section("curves", "Training curves", not_recorded("metrics.jsonl", "no training curves to show."));
-  const CurveChart exact = curve_chart(view, &MetricsLine::test_exact, "test exact-match",
-                                       {"curves", "chart-curves", "Test exact-match against training step"},
-                                       std::make_pair(0.0, 1.0), 4, 380);
-  const CurveChart loss = curve_chart(view, &MetricsLine::train_loss, "train loss",
-                                      {"loss", "chart-loss", "Train loss against training step"}, std::nullopt, 4, 280);
+  const std::string exact = curve_chart(view, &MetricsLine::test_exact, "test exact-match",
+                                        {"curves", "chart-curves", "Test exact-match against training step"},
+                                        std::make_pair(0.0, 1.0), 4, 380);
+  const std::string loss = curve_chart(view, &MetricsLine::train_loss, "train loss",
+                                       {"loss", "chart-loss", "Train loss against training step"}, std::nullopt, 4, 280);
   return section("curves", "Training curves",
-                 figure(exact.svg,
+                 figure(exact,
                         "Test exact-match at each evaluation. Line: mean over seeds; band: the lowest to the highest "
                         "seed.") +
-                     details("Table: mean test exact-match per step", curve_table(exact, view, 4)) +
-                     figure(loss.svg,
+                     figure(loss,
                             "Train loss (cross-entropy) at each evaluation, mean over seeds, band from the lowest to "
                             "the highest seed.") +
-                     details("Table: mean train loss per step", curve_table(loss, view, 4)));
+                     note("The numbers of every seed at every evaluation are in metrics.jsonl."));
 }
 
 // ---- By content length ----------------------------------------------------------------------
