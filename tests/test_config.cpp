@@ -370,7 +370,7 @@ TEST(Config, RandomlyMutatedConfigsEndInAResultOrACleanRefusal) {
 namespace copytask {
 namespace {
 
-// Every ready config (configs/ and the experiments' own) resolves, and each of its schemes
+// Every ready config (configs/, the experiments' own and their pilots/) resolves, and each of its schemes
 // at every grid point gives a valid config: a key renamed in the code cannot leave a
 // committed config that only fails when a user runs it.
 TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
@@ -378,7 +378,8 @@ TEST(Config, EveryCommittedConfigAndEachOfItsSchemesIsValid) {
   for (const char* folder : {"configs", "experiments"})
     for (const auto& entry : fs::recursive_directory_iterator(fs::path(test::source_dir()) / folder))
       if (entry.path().extension() == ".json" && (std::string(folder) == "configs" ||
-                                                  entry.path().parent_path().parent_path().filename() == "experiments"))
+                                                  entry.path().parent_path().parent_path().filename() == "experiments" ||
+                                                  entry.path().parent_path().filename() == "pilots"))
         files.push_back(entry.path());
   ASSERT_GE(files.size(), 4u);
   size_t checked = 0;
