@@ -53,7 +53,7 @@ nlohmann::json study_collect(const std::string& study_dir) {
       throw std::runtime_error(saved_results + " is not a study's results.json (" + error.what() +
                                "); collect the study from its members, or restore the file");
     }
-    if (saved_results.size() > 3 && saved_results.compare(saved_results.size() - 3, 3, ".gz") == 0)
+    if (gzipped_path(saved_results))
       file_write_gzipped_atomic((dir / "results.csv.gz").string(), csv);
     else
       file_write_atomic((dir / "results.csv").string(), csv);

@@ -13,8 +13,6 @@ namespace copytask {
 namespace fs = std::filesystem;
 
 namespace {
-bool gzipped_name(const std::string& path) { return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
-
 #ifdef COPYTASK_HAVE_ZLIB
 // inflate with automatic gzip header detection (windowBits 15 + 32), member after member
 // (a file of concatenated gzip members is one stream to gunzip).
@@ -68,6 +66,10 @@ std::string gzip(const std::string& plain, const std::string& path) {
 #endif
 }  // namespace
 
+bool gzipped_path(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+
 bool gzip_available() {
 #ifdef COPYTASK_HAVE_ZLIB
   return true;
@@ -85,7 +87,7 @@ std::string stored_file(const std::string& dir, const std::string& name) {
 
 std::string file_read_stored(const std::string& path) {
   const std::string bytes = file_read(path);
-  if (!gzipped_name(path)) return bytes;
+  if (!gzipped_path(path)) return bytes;
 #ifdef COPYTASK_HAVE_ZLIB
   return gunzip(bytes, path);
 #else

@@ -6,6 +6,9 @@
 
 namespace copytask {
 
+// Whether `path` names a gzipped file (ends in ".gz").
+bool gzipped_path(const std::string& path);
+
 // Whether this build reads and writes gzip (zlib's headers were there when it was built).
 bool gzip_available();
 
