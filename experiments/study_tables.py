@@ -157,6 +157,12 @@ def by_output(entry, k):
     return [[row[j] if row else None for row in rows] for j in range(k)]
 
 
+def output_share(entry, k, outputs):
+    """Per seed, the share right over the output positions `outputs` (a slice) at length k."""
+    columns = by_output(entry, k)[outputs]
+    return [mean(seed) for seed in zip(*columns)] if columns else []
+
+
 def error_shares(entry, k, kinds=("stop", "neighbour", "content", "noise", "absent")):
     """{kind: per-seed share of all outputs} of the wrong outputs at length k."""
     runs = [at_length(run, k) for run in runs_of(entry)]

@@ -39,11 +39,6 @@ def each_arm():
                 yield (scheme if kind == "copy" else scheme + "." + kind), kinds[kind]
 
 
-def runs_at(entry, k, key):
-    """Each seed's value of `key` at length k (None where skipped)."""
-    return st.per_seed(entry, k, key)
-
-
 cell = st.cell
 
 
@@ -61,14 +56,8 @@ def headline():
                 continue
             row.append(cell(trained_exact(entry)))
             for key in keys:
-                row.append(cell(runs_at(entry, 2 * n_of(entry), key)))
+                row.append(cell(st.per_seed(entry, 2 * n_of(entry), key)))
         print("| " + " | ".join(row) + " |")
-
-
-def outputs_share(entry, k, outputs):
-    """Per seed, the share right of the output positions `outputs` (a slice) at length k."""
-    columns = st.by_output(entry, k)[outputs]
-    return [mean(seed) for seed in zip(*columns)] if columns else []
 
 
 def reverse():
@@ -84,7 +73,7 @@ def reverse():
                 row += ["-", "-"]
                 continue
             n = n_of(entry)
-            row += [cell(outputs_share(entry, 2 * n, slice(None, n))), cell(outputs_share(entry, 2 * n, slice(n, None)))]
+            row += [cell(st.output_share(entry, 2 * n, slice(None, n))), cell(st.output_share(entry, 2 * n, slice(n, None)))]
         print("| " + " | ".join(row) + " |")
 
 
@@ -107,8 +96,8 @@ def seeds():
     for name, entry in each_arm():
         n = n_of(entry)
         print("| %s | %s | %s | %s |" % (name, st.seeds_cell(trained_exact(entry)),
-                                        st.seeds_cell(runs_at(entry, 2 * n, "exact")),
-                                        st.seeds_cell(runs_at(entry, 2 * n, "token"))))
+                                        st.seeds_cell(st.per_seed(entry, 2 * n, "exact")),
+                                        st.seeds_cell(st.per_seed(entry, 2 * n, "token"))))
 
 
 def separate():
@@ -120,7 +109,7 @@ def separate():
         apart, together = 0, []
         for i, (a, ea) in enumerate(same):
             for b, eb in same[i + 1:]:
-                va, vb = runs_at(ea, 2 * n_of(ea), "token"), runs_at(eb, 2 * n_of(eb), "token")
+                va, vb = st.per_seed(ea, 2 * n_of(ea), "token"), st.per_seed(eb, 2 * n_of(eb), "token")
                 if st.differ(va, vb):
                     apart += 1
                 else:

@@ -98,13 +98,9 @@ def outputs():
     rows = []
     for name, entry in arms():
         n = st.n_of(entry)
-        at_2n, at_4n = st.by_output(entry, 2 * n), st.by_output(entry, 4 * n)
-
-        def share(columns):
-            # Per seed, the mean over the output positions; then the interval over seeds.
-            return st.cell([st.mean(seed) for seed in zip(*columns)] if columns else [])
-
-        rows.append([name, share(at_2n[:n]), share(at_2n[n:]), share(at_4n[:n]), share(at_4n[2 * n:])])
+        rows.append([name] + [st.cell(st.output_share(entry, k, part)) for k, part in
+                              ((2 * n, slice(None, n)), (2 * n, slice(n, None)), (4 * n, slice(None, n)),
+                               (4 * n, slice(2 * n, None)))])
     print_table(["arm", "2N: j < N", "2N: j >= N", "4N: j < N", "4N: j >= 2N"], rows)
 
 
