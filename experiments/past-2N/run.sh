@@ -3,7 +3,8 @@
 # configs/past-2N-n10.json (N = 10, 2 arms x 5 seeds), each one `copytask compare` into
 # runs/, then their small files (no checkpoints) copied here with the large JSON gzipped
 # (results, attention, positional, metrics: `copytask report` and tables.py read them so),
-# and the report written again from those files. Rerunning goes on where it stopped.
+# and the report written from those files (report.html, derived and large: ignored by git).
+# Rerunning goes on where it stopped.
 #   experiments/past-2N/run.sh
 # COPYTASK=/path/to/copytask trains with that binary (e.g. a copy, so that rebuilding build/
 # while the study runs cannot change it halfway); by default build/copytask. The report is
