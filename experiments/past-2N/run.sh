@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The past-2N study (README.md here): configs/past-2N.json (N = 5, 78 arms x 5 seeds) and
-# configs/past-2N-n10.json (N = 10, 2 arms x 5 seeds), each one `copytask compare` into
-# runs/, then their small files (no checkpoints) copied here with the large JSON gzipped
+# The past-2N study (README.md here): configs/past-2N.json (N = 5, 78 arms x 5 seeds),
+# configs/past-2N-n10.json (N = 10, 2 arms x 5 seeds) and configs/past-2N-causal.json (4
+# placeholder arms under the causal mask, added after the first results), each one
+# `copytask compare` into runs/, then their small files (no checkpoints) copied here (n10/,
+# causal/) with the large JSON gzipped
 # (results, attention, positional, metrics: `copytask report` and tables.py read them so),
 # and the report written from those files (report.html, derived and large: ignored by git).
 # Rerunning goes on where it stopped.
@@ -27,5 +29,8 @@ collect() {
 
 "$binary" compare --config configs/past-2N.json --out runs/past-2N
 "$binary" compare --config configs/past-2N-n10.json --out runs/past-2N-n10
+"$binary" compare --config configs/past-2N-causal.json --out runs/past-2N-causal
 collect runs/past-2N "$here"
 collect runs/past-2N-n10 "$here/n10"
+collect runs/past-2N-causal "$here/causal"
+python3 "$here/tables.py" > "$here/tables.md"

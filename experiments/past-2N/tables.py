@@ -2,13 +2,14 @@
 """Prints the past-2N tables from the study's files, so that every number of README.md can
 be regenerated:
 
-    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|lengths|n10-lengths|seeds|attention|outputs|errors|entropy|differ|goals]
+    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|lengths|n10-lengths|causal-lengths|seeds|attention|outputs|errors|entropy|differ|coupled|separate|formats|goals|time]
 
 Arms are named "<scheme>[+causal][+<position IDs>][.next]" on copy, the same with ".reverse"
 or ".selective" on the other kinds; the N = 10 study's files are in n10/. Each cell is the
 mean over seeds with its 95% t interval (experiments/study_tables.py); `seeds` gives every
 seed's value. HERE=folder reads another copy of the files (e.g. runs/past-2N while the study
-runs), N10=folder the N = 10 study's."""
+runs), N10=folder the N = 10 study's, CAUSAL=folder the placeholder arms under the mask added
+after the first results (causal/ here)."""
 import os
 import sys
 
@@ -17,6 +18,7 @@ import study_tables as st  # noqa: E402
 
 HERE = os.environ.get("HERE") or os.path.dirname(os.path.abspath(__file__))
 N10 = os.environ.get("N10") or os.path.join(HERE, "n10")
+CAUSAL = os.environ.get("CAUSAL") or os.path.join(HERE, "causal")
 KINDS = ("copy", "reverse", "selective")
 
 
@@ -24,6 +26,16 @@ def arms(folder=None):
     """[(arm name, results.json entry)] in the study's order."""
     results = st.load(folder or HERE, "results.json")
     return [(name, results["schemes"][name]) for name in results["scheme_order"] if name in results["schemes"]]
+
+
+def all_arms():
+    """Every arm of the three folders (N = 5, the causal placeholder arms, N = 10), in order."""
+    out = []
+    for folder in (HERE, CAUSAL, N10):
+        if os.path.isdir(folder):
+            out += [(name if folder == HERE else "%s (%s)" % (name, os.path.basename(os.path.normpath(folder))), entry)
+                    for name, entry in arms(folder)]
+    return out
 
 
 def row_name(name):
@@ -50,7 +62,8 @@ def task_table(kind, folder=None):
     copying head's source attention at 2N (each member's own head), for one task kind."""
     rows = []
     for name, entry in arms(folder):
-        if entry["task"] != kind:
+        # the next-token arms of the N = 5 study have their own table (formats)
+        if entry["task"] != kind or (folder is None and entry["format"] != "placeholders"):
             continue
         n = st.n_of(entry)
         rows.append([row_name(name), st.cell(st.trained_exact(entry)), st.cell(st.per_seed(entry, 2 * n, "exact")),
@@ -60,6 +73,13 @@ def task_table(kind, folder=None):
                  "source attention k = 2N"], rows)
 
 
+def length_cell(values):
+    """The mean over seeds to two decimals, '-' where no seed has an example at that length
+    (selective at k = 1: every such input was trained on)."""
+    m = st.mean(values)
+    return "-" if m != m else "%.2f" % m
+
+
 def lengths(folder=None):
     """Exact match by content length, 1..4N (mean over seeds; * marks a trained length)."""
     entries = arms(folder)
@@ -67,14 +87,14 @@ def lengths(folder=None):
         return
     n = st.n_of(entries[0][1])
     ks = list(range(1, 4 * n + 1))
-    rows = [[name] + ["%.2f" % st.mean(st.per_seed(entry, k, "exact")) for k in ks] for name, entry in entries]
+    rows = [[name] + [length_cell(st.per_seed(entry, k, "exact")) for k in ks] for name, entry in entries]
     print_table(["arm"] + ["%d%s" % (k, "*" if k <= n else "") for k in ks], rows)
 
 
 def seeds():
     """Every seed's exact match at 2N and 4N, every arm (both studies)."""
     rows = []
-    for folder in (HERE, N10):
+    for folder in (HERE, CAUSAL, N10):
         if not os.path.isdir(folder):
             continue
         for name, entry in arms(folder):
@@ -87,7 +107,7 @@ def seeds():
 def attention():
     """Each member's copying head, and its attention on the source at N, N+1, 2N and 4N."""
     rows = []
-    for name, entry in arms():
+    for name, entry in all_arms():
         n = st.n_of(entry)
         rows.append([name, st.heads_cell(entry)] + [st.cell(st.source_attention(entry, k)) for k in (n, n + 1, 2 * n, 4 * n)])
     print_table(["arm", "copying head by seed", "k = N", "k = N+1", "k = 2N", "k = 4N"], rows)
@@ -96,7 +116,7 @@ def attention():
 def outputs():
     """The share right of outputs j < N and j >= N at k = 2N, and of j >= 2N at 4N."""
     rows = []
-    for name, entry in arms():
+    for name, entry in all_arms():
         n = st.n_of(entry)
         rows.append([name] + [st.cell(st.output_share(entry, k, part)) for k, part in
                               ((2 * n, slice(None, n)), (2 * n, slice(n, None)), (4 * n, slice(None, n)),
@@ -108,7 +128,7 @@ def errors():
     """The wrong outputs by kind at k = 2N and 4N, as shares of all outputs (mean over seeds)."""
     kinds = ("stop", "neighbour", "content", "noise", "absent")
     rows = []
-    for name, entry in arms():
+    for name, entry in all_arms():
         n = st.n_of(entry)
         row = [name]
         for k in (2 * n, 4 * n):
@@ -120,7 +140,7 @@ def errors():
 
 def entropy():
     rows = []
-    for name, entry in arms():
+    for name, entry in all_arms():
         n = st.n_of(entry)
         rows.append([name] + [st.cell(st.entropy(entry, k), 2, 0.0, float("inf")) for k in (n, 2 * n, 4 * n)])
     print_table(["arm", "entropy k = N", "k = 2N", "k = 4N"], rows)
@@ -149,12 +169,118 @@ def differ():
     print_table(["arm", "against", "exact k = 2N", "exact k = 4N"], rows)
 
 
+def n10():
+    """The N = 10 arms beside the same arms at N = 5: exact match at the trained lengths, at
+    N + 1, N + 2, 2N and 4N, token accuracy and the copying head's source attention at 2N."""
+    at_5 = dict(arms())
+    rows = []
+    for name, entry in arms(N10):
+        for arm in (at_5.get(name), entry):
+            if arm is None:
+                continue
+            n = st.n_of(arm)
+            rows.append([name, str(n), st.cell(st.trained_exact(arm))] +
+                        [st.cell(st.per_seed(arm, k, "exact")) for k in (n + 1, n + 2, 2 * n, 4 * n)] +
+                        [st.cell(st.per_seed(arm, 2 * n, "token")), st.cell(st.source_attention(arm, 2 * n))])
+    print_table(["arm", "N", "exact k <= N", "k = N+1", "k = N+2", "k = 2N", "k = 4N", "token k = 2N",
+                 "source attention k = 2N"], rows)
+
+
+def coupled():
+    """Each coupled scheme on the three tasks: exact match at 2N and 4N, with whether
+    selective differs from copy (non-overlapping intervals)."""
+    by_name = dict(arms())
+    rows = []
+    for name, entry in by_name.items():
+        if entry["task"] != "copy" or ids_of(entry) != "coupled" or entry["format"] != "placeholders":
+            continue
+        n = st.n_of(entry)
+        row = [name]
+        for k in (2 * n, 4 * n):
+            values = [st.per_seed(by_name[name + suffix], k, "exact") for suffix in ("", ".reverse", ".selective")
+                      if name + suffix in by_name]
+            row += [st.cell(v) for v in values]
+            row.append("differ" if len(values) == 3 and st.differ(values[0], values[2]) else "no difference shown")
+        rows.append(row)
+    print_table(["arm", "copy 2N", "reverse 2N", "selective 2N", "selective vs copy, 2N",
+                 "copy 4N", "reverse 4N", "selective 4N", "selective vs copy, 4N"], rows)
+
+
+def separate():
+    """Which coupled arms of one task differ (non-overlapping intervals) in exact match at 2N
+    and at 4N: every pair, with the verdict."""
+    by_task = {}
+    for name, entry in arms():
+        if ids_of(entry) == "coupled" and entry["format"] == "placeholders":
+            by_task.setdefault(entry["task"], []).append((name, entry))
+    rows = []
+    for kind, entries in by_task.items():
+        for i, (a_name, a) in enumerate(entries):
+            for b_name, b in entries[i + 1:]:
+                n = st.n_of(a)
+                row = [a_name, b_name]
+                for k in (2 * n, 4 * n):
+                    x, y = st.per_seed(a, k, "exact"), st.per_seed(b, k, "exact")
+                    row.append("%.2f vs %.2f: %s" % (st.mean(x), st.mean(y), "differ" if st.differ(x, y) else "-"))
+                rows.append(row)
+    print_table(["arm", "arm", "exact k = 2N", "exact k = 4N"], rows)
+
+
+def formats():
+    """Each next-token arm beside the placeholder arm that differs from it in the format alone
+    (same scheme, mask, IDs, width and steps): exact match at N + 1, N + 2, 2N and 4N."""
+    by_name = dict(arms())
+    if os.path.isdir(CAUSAL):
+        by_name.update(arms(CAUSAL))  # the placeholder partners added after the first results
+    rows = []
+    for name, entry in list(by_name.items()):
+        if entry["format"] == "placeholders" or entry["task"] != "copy":
+            continue
+        base = name[: -len(".next")]
+        pair = [(base, by_name.get(base)), (name, entry)]
+        n = st.n_of(entry)
+        for arm_name, arm in pair:
+            if arm is None:
+                rows.append([arm_name, "not trained", "", "", "", ""])
+                continue
+            rows.append([arm_name, st.cell(st.trained_exact(arm))] +
+                        [st.cell(st.per_seed(arm, k, "exact")) for k in (n + 1, n + 2, 2 * n, 4 * n)])
+        if pair[0][1] is not None:
+            verdicts = ["differ" if st.differ(st.per_seed(pair[0][1], k, "exact"), st.per_seed(entry, k, "exact")) else "-"
+                        for k in (n + 1, n + 2, 2 * n, 4 * n)]
+            rows.append(["(format alone)", ""] + verdicts)
+    print_table(["arm", "exact k <= N", "k = N+1", "k = N+2", "k = 2N", "k = 4N"], rows)
+
+
+def time():
+    """The training time: each batch's wall seconds (every member of a batch carries its
+    batch's), summed over the batches of both studies. Pauses between runs of a resumed
+    study are not in it (run.json's wall time is)."""
+    rows, total = [], 0.0
+    for folder in (HERE, CAUSAL, N10):
+        if not os.path.isdir(folder):
+            continue
+        batches = {}
+        for name, entry in arms(folder):
+            for run in entry["runs"]:
+                key = (run["batch_members"], run["steps"], run["seconds"])
+                batches.setdefault(key, []).append(name)
+        for (members, steps, seconds), names in batches.items():
+            arms_in = sorted(set(names), key=names.index)
+            rows.append([os.path.basename(os.path.normpath(folder)), "%d" % members, "%d" % steps, "%.0f" % seconds,
+                         "%.0f" % (members * steps / seconds), ", ".join(arms_in)])
+            total += seconds
+    print_table(["study", "members", "steps", "seconds", "member-steps/s", "arms"], rows)
+    print()
+    print("training, all batches: %.0f s (%d h %02d min)" % (total, total // 3600, total % 3600 // 60))
+
+
 def goals():
     """The goals, graded by the numbers: (a) a task-agnostic arm (no coupling; no rescaling
     is evaluated here) at >= 0.9 on copy at 2N with its interval's lower end >= 0.8; (b) for
     each task, the coupled arms at >= 0.9 at 2N and >= 0.5 at 4N (means)."""
     best = None
-    for folder in (HERE, N10):
+    for folder in (HERE, CAUSAL, N10):
         if not os.path.isdir(folder):
             continue
         for name, entry in arms(folder):
@@ -181,15 +307,17 @@ def goals():
 
 if __name__ == "__main__":
     tables = {"copy": lambda: task_table("copy"), "reverse": lambda: task_table("reverse"),
-              "selective": lambda: task_table("selective"), "n10": lambda: task_table("copy", N10), "lengths": lengths,
-              "n10-lengths": lambda: lengths(N10), "seeds": seeds,
+              "selective": lambda: task_table("selective"), "n10": n10, "lengths": lengths,
+              "n10-lengths": lambda: lengths(N10),
+              "causal-lengths": lambda: lengths(CAUSAL), "seeds": seeds,
               "attention": attention, "outputs": outputs, "errors": errors, "entropy": entropy, "differ": differ,
-              "goals": goals}
+              "goals": goals, "time": time,
+              "coupled": coupled, "separate": separate, "formats": formats}
     chosen = sys.argv[1:] or list(tables)
     for name in chosen:
         if name not in tables:
             sys.exit("unknown table %r; choose from %s" % (name, ", ".join(tables)))
-        if name.startswith("n10") and not os.path.isdir(N10):
+        if (name.startswith("n10") and not os.path.isdir(N10)) or (name.startswith("causal") and not os.path.isdir(CAUSAL)):
             continue
         tables[name]()
         print()
