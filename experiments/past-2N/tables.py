@@ -2,7 +2,7 @@
 """Prints the past-2N tables from the study's files, so that every number of README.md can
 be regenerated:
 
-    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|lengths|n10-lengths|causal-lengths|seeds|attention|outputs|errors|entropy|differ|coupled|separate|formats|goals|time]
+    python3 experiments/past-2N/tables.py [copy|reverse|selective|n10|lengths|n10-lengths|causal-lengths|seeds|attention|attention-lengths|positions|outputs|errors|entropy|differ|coupled|separate|formats|goals|time]
 
 Arms are named "<scheme>[+causal][+<position IDs>][.next]" on copy, the same with ".reverse"
 or ".selective" on the other kinds; the N = 10 study's files are in n10/. Each cell is the
@@ -89,6 +89,38 @@ def lengths(folder=None):
     ks = list(range(1, 4 * n + 1))
     rows = [[name] + [length_cell(st.per_seed(entry, k, "exact")) for k in ks] for name, entry in entries]
     print_table(["arm"] + ["%d%s" % (k, "*" if k <= n else "") for k in ks], rows)
+
+
+def attention_lengths():
+    """The source attention of each member's own copying head at every length 1..4N (mean
+    over seeds), every arm of the three folders."""
+    rows, ks = [], None
+    for name, entry in all_arms():
+        n = st.n_of(entry)
+        if ks is None or len(ks) != 4 * n:
+            if rows:
+                print_table(["arm"] + ["%d%s" % (k, "*" if k <= len(ks) // 4 else "") for k in ks], rows)
+                print()
+                rows = []
+            ks = list(range(1, 4 * n + 1))
+        rows.append([name] + [length_cell(st.source_attention(entry, k)) for k in ks])
+    if rows:
+        print_table(["arm"] + ["%d%s" % (k, "*" if k <= len(ks) // 4 else "") for k in ks], rows)
+
+
+def positions():
+    """The share right at each output position j at k = 2N (mean over seeds), every arm."""
+    rows, width = [], None
+    for name, entry in all_arms():
+        n = st.n_of(entry)
+        if width is not None and width != 2 * n:
+            print_table(["arm"] + ["j = %d" % j for j in range(width)], rows)
+            print()
+            rows = []
+        width = 2 * n
+        rows.append([name] + [length_cell(seeds) for seeds in st.by_output(entry, 2 * n)])
+    if rows:
+        print_table(["arm"] + ["j = %d" % j for j in range(width)], rows)
 
 
 def seeds():
@@ -310,7 +342,7 @@ if __name__ == "__main__":
               "selective": lambda: task_table("selective"), "n10": n10, "lengths": lengths,
               "n10-lengths": lambda: lengths(N10),
               "causal-lengths": lambda: lengths(CAUSAL), "seeds": seeds,
-              "attention": attention, "outputs": outputs, "errors": errors, "entropy": entropy, "differ": differ,
+              "attention": attention, "attention-lengths": attention_lengths, "positions": positions, "outputs": outputs, "errors": errors, "entropy": entropy, "differ": differ,
               "goals": goals, "time": time,
               "coupled": coupled, "separate": separate, "formats": formats}
     chosen = sys.argv[1:] or list(tables)
