@@ -57,13 +57,13 @@ def print_table(header, rows):
         print("| " + " | ".join(row) + " |")
 
 
-def task_table(kind, folder=None):
+def task_table(kind):
     """Exact match at the trained lengths, at 2N and 4N, token accuracy at 2N, and the
     copying head's source attention at 2N (each member's own head), for one task kind."""
     rows = []
-    for name, entry in arms(folder):
-        # the next-token arms of the N = 5 study have their own table (formats)
-        if entry["task"] != kind or (folder is None and entry["format"] != "placeholders"):
+    for name, entry in arms():
+        # the next-token arms have their own table (formats)
+        if entry["task"] != kind or entry["format"] != "placeholders":
             continue
         n = st.n_of(entry)
         rows.append([row_name(name), st.cell(st.trained_exact(entry)), st.cell(st.per_seed(entry, 2 * n, "exact")),
@@ -91,36 +91,33 @@ def lengths(folder=None):
     print_table(["arm"] + ["%d%s" % (k, "*" if k <= n else "") for k in ks], rows)
 
 
+def print_by_n(header, row):
+    """One table per run of arms with the same N (all_arms, in order): header(n) gives the
+    columns after "arm", row(entry, n) an arm's cells."""
+    rows, last_n = [], None
+    for name, entry in all_arms():
+        n = st.n_of(entry)
+        if last_n is not None and n != last_n:
+            print_table(["arm"] + header(last_n), rows)
+            print()
+            rows = []
+        last_n = n
+        rows.append([name] + row(entry, n))
+    if rows:
+        print_table(["arm"] + header(last_n), rows)
+
+
 def attention_lengths():
     """The source attention of each member's own copying head at every length 1..4N (mean
     over seeds), every arm of the three folders."""
-    rows, ks = [], None
-    for name, entry in all_arms():
-        n = st.n_of(entry)
-        if ks is None or len(ks) != 4 * n:
-            if rows:
-                print_table(["arm"] + ["%d%s" % (k, "*" if k <= len(ks) // 4 else "") for k in ks], rows)
-                print()
-                rows = []
-            ks = list(range(1, 4 * n + 1))
-        rows.append([name] + [length_cell(st.source_attention(entry, k)) for k in ks])
-    if rows:
-        print_table(["arm"] + ["%d%s" % (k, "*" if k <= len(ks) // 4 else "") for k in ks], rows)
+    print_by_n(lambda n: ["%d%s" % (k, "*" if k <= n else "") for k in range(1, 4 * n + 1)],
+               lambda entry, n: [length_cell(st.source_attention(entry, k)) for k in range(1, 4 * n + 1)])
 
 
 def positions():
     """The share right at each output position j at k = 2N (mean over seeds), every arm."""
-    rows, width = [], None
-    for name, entry in all_arms():
-        n = st.n_of(entry)
-        if width is not None and width != 2 * n:
-            print_table(["arm"] + ["j = %d" % j for j in range(width)], rows)
-            print()
-            rows = []
-        width = 2 * n
-        rows.append([name] + [length_cell(seeds) for seeds in st.by_output(entry, 2 * n)])
-    if rows:
-        print_table(["arm"] + ["j = %d" % j for j in range(width)], rows)
+    print_by_n(lambda n: ["j = %d" % j for j in range(2 * n)],
+               lambda entry, n: [length_cell(seeds) for seeds in st.by_output(entry, 2 * n)])
 
 
 def seeds():
