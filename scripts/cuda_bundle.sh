@@ -2,11 +2,11 @@
 # What the GPU machine needs to run copytask with no build there, from a CUDA build
 # (scripts/cuda_build.sh --bundle DIR calls this):
 #   DIR/bin/copytask, DIR/bin/copytask_tests   linked against the wheel's LibTorch, stripped
-#   DIR/lib/                                   any library they need that a machine with only
-#                                              PyTorch lacks (none, so far)
+#   DIR/lib/                                   any Debian library they need that a machine
+#                                              with only PyTorch may lack (zlib)
 #   DIR/source/                                the configs, the test fixtures and the files
-#                                              the tests read (docs/configuration.md, the
-#                                              experiments' configs)
+#                                              the tests read (README.md, docs/*.md, the
+#                                              experiments' configs, pilots' too)
 #   DIR/run copytask|tests ARGS...             runs one of them with the torch installation of
 #                                              `python3` (or $PYTHON) on the library path
 # and checks that, with that library path, every library the binaries load comes from DIR,
@@ -30,8 +30,9 @@ for binary in "$build/copytask" "$build/tests/copytask_tests"; do
 done
 cp -r configs "$dir/source/"
 cp -r tests/fixtures "$dir/source/tests/"
-cp docs/configuration.md "$dir/source/docs/"
-for file in experiments/*/*.json; do
+cp README.md "$dir/source/"
+cp docs/*.md "$dir/source/docs/"
+for file in $(find experiments -name '*.json'); do
   case "$(basename "$file")" in config.json|study.json|results.json|attention.json|positional.json|run.json) continue ;; esac
   mkdir -p "$dir/source/$(dirname "$file")"
   cp "$file" "$dir/source/$file"
@@ -72,12 +73,20 @@ chmod +x "$dir/run"
 torch_site=$("$python" -W ignore -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')
 dir_abs=$(cd "$dir" && pwd)
 runtimes='^(linux-vdso|libc|libm|libdl|librt|libpthread|libutil|libresolv|libgcc_s|libstdc\+\+|ld-linux-x86-64)\.so'
-listing=$(PYTHON="$python" "$dir/run" ldd)
-outside=$(grep '=>' <<<"$listing" | awk '{print $1, $3}' | while read -r name path; do
-  if [ "$path" = "not" ]; then echo "$name (not found)"; continue; fi
-  case "$path" in "$dir_abs"/*|"$torch_site"/torch/*|"$torch_site"/nvidia/*) continue ;; esac
-  grep -qE "$runtimes" <<<"$name" || echo "$name ($path)"
-done | sort -u)
+outside_libraries() {
+  PYTHON="$python" "$dir/run" ldd | grep '=>' | awk '{print $1, $3}' | while read -r name path; do
+    if [ "$path" = "not" ]; then echo "$name (not found)"; continue; fi
+    case "$path" in "$dir_abs"/*|"$torch_site"/torch/*|"$torch_site"/nvidia/*) continue ;; esac
+    grep -qE "$runtimes" <<<"$name" || echo "$name ($path)"
+  done | sort -u
+}
+# A Debian library the binaries link (zlib, for the gzipped study files) travels in DIR/lib,
+# found there through the binaries' $ORIGIN/../lib; anything else outside (the CUDA
+# toolkit's libraries here) stays a failure: the torch installation must provide it.
+outside_libraries | while read -r name path; do
+  case "$path" in "(/lib/"*|"(/usr/lib/"*) cp -L "${path:1:-1}" "$dir/lib/$name" ;; esac
+done
+outside=$(outside_libraries)
 [ -z "$outside" ] || fail "the bundle's binaries load libraries the GPU machine lacks: $(echo $outside)"
 size=$(du -sm "$dir" | cut -f1)
 [ "$size" -lt 64 ] || fail "the bundle is $size MiB, over the 64 MiB the device tool carries"

@@ -35,6 +35,25 @@ inline Outcome run(const std::string& arguments, const std::string& prefix = "")
   return outcome;
 }
 
+// Runs the copytask binary with `arguments` and sends it Ctrl-C (SIGINT) once its output
+// has shown `line` (or after two minutes without it, or at once if it ended): an interrupt
+// at a known point of the work, whatever the machine's speed (a GPU machine's first
+// LibTorch load alone can take seconds).
+inline Outcome run_interrupted_after(const std::string& arguments, const std::string& line) {
+  const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
+  const std::string command = copytask_binary() + " " + arguments + " > " + log.string() + " 2>&1 & pid=$!; i=0; " +
+                              "until grep -qF '" + line + "' " + log.string() + " || [ $i -ge 1200 ]; do " +
+                              "kill -0 $pid 2>/dev/null || break; sleep 0.1; i=$((i + 1)); done; " +
+                              "kill -INT $pid 2>/dev/null; wait $pid";
+  const int status = std::system(command.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream file(log);
+  outcome.output.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  fs::remove(log);
+  return outcome;
+}
+
 inline fs::path fresh_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);

@@ -78,4 +78,80 @@ inline std::vector<std::pair<torch::Tensor, std::string>> parameters_by_fixture_
   return out;
 }
 
+// The fixtures as the members of ONE mixed batch on `device`, in eval mode, with their
+// parameters loaded; their tokens, targets and position IDs (on the CPU).
+struct LoadedBatch {
+  Encoder model{nullptr};
+  std::vector<torch::Tensor> tokens, targets;
+  // (M, B, T) each member's position IDs: its fixture's "positions", 0..T-1 where it has
+  // none; undefined when no fixture has any.
+  torch::Tensor positions;
+  int64_t table_positions = 0;  // P of the tables the IDs read (the context without IDs)
+};
+
+// One member per fixture, each with its fixture's scheme, mask and options.
+inline std::vector<MemberSpec> fixture_members(const std::vector<Fixture>& fixtures) {
+  std::vector<MemberSpec> members;
+  for (const auto& fixture : fixtures) {
+    const auto& config = fixture.json["config"];
+    members.push_back({fixture.name, 0, config["positional"], config["causal"], options_of(config)});
+  }
+  return members;
+}
+
+inline LoadedBatch loaded_batch(const std::vector<Fixture>& fixtures, const torch::Device& device = torch::kCPU) {
+  const int64_t M = static_cast<int64_t>(fixtures.size());
+  LoadedBatch out{Encoder(shape_of(fixtures[0].json["config"]), fixture_members(fixtures), device), {}, {}, {}, 0};
+  Encoder& model = out.model;
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t m = 0; m < M; ++m) {
+      const auto& params = fixtures[m].json["params"];
+      size_t loaded = 0;
+      for (auto& [slot, name] : parameters_by_fixture_name(model, m)) {
+        EXPECT_TRUE(params.contains(name)) << fixtures[m].name << " lacks " << name;
+        auto value = test::tensor_from_json(params[name]);
+        EXPECT_EQ(value.sizes(), slot.sizes()) << fixtures[m].name << " " << name;
+        slot.copy_(value);
+        ++loaded;
+      }
+      EXPECT_EQ(loaded, params.size()) << fixtures[m].name << ": the fixture has parameters the model lacks";
+      out.tokens.push_back(test::tokens_from_json(fixtures[m].json["tokens"]));
+      out.targets.push_back(test::tokens_from_json(fixtures[m].json["targets"]));
+    }
+  }
+  model->eval();
+  const int64_t T = out.tokens[0].size(1);
+  out.table_positions = model->table_positions(T);
+  if (model->position_ids_vary()) {
+    std::vector<torch::Tensor> ids;
+    for (int64_t m = 0; m < M; ++m)
+      ids.push_back(fixtures[m].json.contains("positions") ? test::tokens_from_json(fixtures[m].json["positions"])
+                                                           : torch::arange(T).expand_as(out.tokens[m]));
+    out.positions = torch::stack(ids);  // (M, B, T)
+  }
+  return out;
+}
+
+// Compares member m's gradients (on any device) with its fixture's; returns the worst
+// difference and names its parameter.
+inline double fixture_gradient_difference(Encoder& model, int64_t m, const Fixture& fixture, std::string* worst_name) {
+  std::vector<std::pair<torch::Tensor, std::string>> grads;
+  for (const auto& [name, value] : model->stacked_parameters())
+    grads.emplace_back(value.grad().defined() ? value.grad()[m] : torch::Tensor(), name);
+  for (const auto& item : model->scheme(m).named_parameters())
+    grads.emplace_back(item.value().grad(), "positional." + item.key());
+  double worst = 0;
+  for (const auto& [grad, name] : grads) {
+    EXPECT_TRUE(grad.defined()) << fixture.name << " " << name;
+    if (!grad.defined()) continue;
+    const double diff = test::max_abs_diff(grad.cpu(), test::tensor_from_json(fixture.json["grads"][name]));
+    if (diff >= worst) {
+      worst = diff;
+      *worst_name = name;
+    }
+  }
+  return worst;
+}
+
 }  // namespace copytask::test::parity

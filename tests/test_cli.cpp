@@ -20,6 +20,7 @@ using test::kTiny;
 using test::Outcome;
 using test::read_json;
 using test::run;
+using test::run_interrupted_after;
 using test::expect_no_temporary_files;
 
 void expect_bad_input(const std::string& arguments, const std::vector<std::string>& fragments) {
@@ -343,13 +344,14 @@ TEST(Cli, EveryCommandSaysWhatWentWrongTheSameWay) {
 
 TEST(Cli, InterruptKeepsFinishedMembersAndSaysSo) {
   // Two batches (the step counts differ): the first finishes in a second, the second
-  // would run for hours. Ctrl-C (SIGINT) during the second must keep the first's results.
+  // would run for hours. Ctrl-C (SIGINT) during the second (once it says it started) must
+  // keep the first's results.
   const fs::path out = fresh_dir("interrupt");
   const std::string schemes =
       "'compare.schemes=[{\"name\": \"quick\", \"model.positional\": \"rope\"},"
       " {\"name\": \"endless\", \"model.positional\": \"rope\", \"train.steps\": 10000000}]'";
-  Outcome outcome = run(std::string("compare ") + kTiny + " " + schemes + " --out " + out.string(),
-                        "timeout --preserve-status -s INT 6 ");
+  Outcome outcome = run_interrupted_after(std::string("compare ") + kTiny + " " + schemes + " --out " + out.string(),
+                                         "batch 2/2");
   EXPECT_EQ(outcome.exit_code, 130) << outcome.output;
   EXPECT_NE(outcome.output.find("copytask compare: interrupted; the finished members are kept in " + out.string()),
             std::string::npos) << outcome.output;

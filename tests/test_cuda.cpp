@@ -33,43 +33,38 @@ using namespace test::parity;
 
 const torch::Device kCuda(torch::kCUDA, 0);
 
+// Every fixture as one member of a mixed batch on the GPU, loaded as the CPU's parity test
+// loads them (test_parity.cpp: eval mode, the fixtures' position IDs): logits, loss and every
+// gradient against the reference's, fixture by fixture.
 TEST(Cuda, ParityFixturesOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
-  std::vector<nlohmann::json> fixtures;
-  std::vector<MemberSpec> members;
-  for (const auto& name : fixture_names()) {
-    fixtures.push_back(load_fixture(name).json);
-    const auto& config = fixtures.back()["config"];
-    members.push_back({name, 0, config["positional"], config["causal"], options_of(config)});
-  }
+  std::vector<Fixture> fixtures;
+  for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
   const int64_t M = static_cast<int64_t>(fixtures.size());
-  Encoder model(shape_of(fixtures[0]["config"]), members, kCuda);
-  std::vector<torch::Tensor> tokens, targets;
-  {
-    torch::NoGradGuard no_grad;
-    for (int64_t m = 0; m < M; ++m) {
-      for (auto& [slot, name] : parameters_by_fixture_name(model, m))
-        slot.copy_(test::tensor_from_json(fixtures[m]["params"][name]));
-      tokens.push_back(test::tokens_from_json(fixtures[m]["tokens"]));
-      targets.push_back(test::tokens_from_json(fixtures[m]["targets"]));
-    }
-  }
-  auto logits = model->forward(torch::stack(tokens).to(kCuda));     // (M, B, T, V)
-  auto losses = member_losses(logits, torch::stack(targets).to(kCuda));
+  LoadedBatch batch = loaded_batch(fixtures, kCuda);
+  Encoder& model = batch.model;
+  const torch::Tensor positions = batch.positions.defined() ? batch.positions.to(kCuda) : torch::Tensor();
+  auto logits = model->forward(torch::stack(batch.tokens).to(kCuda), nullptr, nullptr, positions);  // (M, B, T, V)
+  auto losses = member_losses(logits, torch::stack(batch.targets).to(kCuda));                      // (M)
   losses.sum().backward();
   double worst = 0;
+  std::string worst_fixture;
   for (int64_t m = 0; m < M; ++m) {
-    worst = std::max(worst, test::max_abs_diff(logits[m].cpu(), test::tensor_from_json(fixtures[m]["logits"])));
-    worst = std::max(worst, std::abs(losses[m].item<double>() - fixtures[m]["loss"].get<double>()));
-    for (const auto& [name, value] : model->stacked_parameters())
-      worst = std::max(worst, test::max_abs_diff(value.grad()[m].cpu(), test::tensor_from_json(fixtures[m]["grads"][name])));
-    for (const auto& item : model->scheme(m).named_parameters())
-      worst = std::max(worst, test::max_abs_diff(item.value().grad().cpu(),
-                                                 test::tensor_from_json(fixtures[m]["grads"]["positional." + item.key()])));
+    std::string worst_name;
+    const double logits_diff = test::max_abs_diff(logits[m].cpu(), test::tensor_from_json(fixtures[m].json["logits"]));
+    const double loss_diff = std::abs(losses[m].item<double>() - fixtures[m].json["loss"].get<double>());
+    const double grad_diff = fixture_gradient_difference(model, m, fixtures[m], &worst_name);
+    EXPECT_LT(logits_diff, kTolerance) << fixtures[m].name;
+    EXPECT_LT(loss_diff, kTolerance) << fixtures[m].name;
+    EXPECT_LT(grad_diff, kTolerance) << fixtures[m].name << " worst gradient " << worst_name;
+    const double fixture_worst = std::max({logits_diff, loss_diff, grad_diff});
+    if (fixture_worst >= worst) {
+      worst = fixture_worst;
+      worst_fixture = fixtures[m].name;
+    }
   }
-  std::printf("parity on CUDA over %lld fixtures: largest difference (logits, loss, gradients) %.2e\n",
-              static_cast<long long>(M), worst);
-  EXPECT_LT(worst, kTolerance);
+  std::printf("parity on CUDA over %lld fixtures: largest difference (logits, loss, gradients) %.2e (%s)\n",
+              static_cast<long long>(M), worst, worst_fixture.c_str());
 }
 
 // The same members on both devices: the same weights (drawn on the CPU), the same dropout

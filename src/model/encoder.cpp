@@ -324,9 +324,11 @@ DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
     });
     return DropoutMasks(std::move(buffer), layout, std::move(stream));
   }
-  // Elsewhere the same stream as tensor operations on the device: the same masks as the
-  // CPU's, element for element.
-  return DropoutMasks(dropout_stream_masks(stream, 0, per_member, device_), layout, std::move(stream));  // (M, S)
+  // Elsewhere the same stream on the device: the same masks as the CPU's, element for
+  // element. Drawn before the stream moves into the result (a call's arguments may be
+  // evaluated in any order: GCC moved the stream first, and the masks had no members).
+  torch::Tensor buffer = dropout_stream_masks(stream, 0, per_member, device_);  // (M, S)
+  return DropoutMasks(std::move(buffer), layout, std::move(stream));
 }
 
 DropoutMasks EncoderImpl::dropout_masks_at(int64_t batch, const torch::Tensor& step) {
