@@ -1,6 +1,8 @@
 // copytask bench: training-step timings of what train (or, with --compare, the first batch
 // of what compare) would train. scripts/bench.sh runs it beside the PyTorch baseline.
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -12,8 +14,12 @@
 #include "util/atomic_files.h"
 #include "study/study_checks.h"
 #include "train/bench.h"
+#include "train/step_profile.h"
 
 namespace copytask {
+namespace {
+constexpr size_t kProfileKernelsShown = 25;
+}  // namespace
 
 CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
   CLI::App& command = *app.add_subcommand("bench", "time training steps (warm-up, then timed steps)");
@@ -23,6 +29,9 @@ CLI::App* bench_command_add(CLI::App& app, BenchCommandOptions& options) {
   command.add_option("--warmup", options.warmup, "untimed steps first")->check(CLI::Range(0, 1000000));
   command.add_option("--steps", options.steps, "timed steps")->check(CLI::Range(1, 1000000));
   command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
+  command.add_option("--profile", options.profile_file,
+                     "on a GPU: after the timed steps, profile a few more (LibTorch's profiler) and write their "
+                     "trace to this file (Perfetto, chrome://tracing); the kernels' times are printed and in --json");
   return &command;
 }
 
@@ -32,6 +41,16 @@ int bench_command_run(const BenchCommandOptions& options) {
   if (!config_options_resolve(options.config, config)) return kExitOk;
   const std::vector<StudyArm> schemes = options.compare ? study_arms_for_compare(config) : study_arms_for_train(config);
   const c10::Device device = device_resolve(config.train.device);
+  if (!options.profile_file.empty()) {
+    if (!device.is_cuda())
+      throw OptionError("--profile profiles a GPU's kernels; this bench runs on " + device.str() +
+                        " (train.device=cuda on a machine with a GPU; on the CPU, callgrind: docs/performance.md)");
+    if (!step_profile_unavailable().empty()) throw OptionError("--profile: " + step_profile_unavailable());
+    const std::filesystem::path folder = std::filesystem::path(options.profile_file).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder))
+      throw OptionError("--profile " + options.profile_file + ": there is no folder " + folder.string() +
+                        " (make it first, or name a file in an existing folder)");
+  }
   study_check_training_steps(schemes, device);
   study_check_memory(schemes, Shard{}, device);
   const int threads = threads_configure(config.train.threads);
@@ -47,7 +66,8 @@ int bench_command_run(const BenchCommandOptions& options) {
   }
   log_info("bench: {} members ({}), device {}, {} thread(s), {} warm-up + {} timed steps", members.size(), names,
                device.str(), threads, options.warmup, options.steps);
-  const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps);
+  const BenchResult result = bench_training_step(batch_config, members, device, options.warmup, options.steps,
+                                                 options.profile_file);
   std::printf("members            %lld x %lld examples per step (T = %lld)\n", static_cast<long long>(result.members),
               static_cast<long long>(result.batch_size), static_cast<long long>(result.positions));
   std::printf("training step      %s%s\n", result.step.c_str(),
@@ -70,6 +90,18 @@ int bench_command_run(const BenchCommandOptions& options) {
   else if (device.is_cpu())
     std::printf("share of FMA peak  unknown: no clock found (%s)\n", result.clock_source.c_str());
   std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
+  if (result.profile) {
+    const StepProfile& profile = *result.profile;
+    const double steps = static_cast<double>(profile.steps);
+    std::printf("profile            %lld steps, kernels %.4f s a step (the step %.4f s); trace in %s\n",
+                static_cast<long long>(profile.steps), profile.kernel_seconds / steps, result.step_seconds_median,
+                profile.trace_path.c_str());
+    for (size_t i = 0; i < std::min<size_t>(kProfileKernelsShown, profile.kernels.size()); ++i) {
+      const KernelTime& kernel = profile.kernels[i];
+      std::printf("  %5.1f%% %9.3f ms %5.1f calls  %.150s\n", 100.0 * kernel.seconds / profile.kernel_seconds,
+                  1e3 * kernel.seconds / steps, static_cast<double>(kernel.calls) / steps, kernel.name.c_str());
+    }
+  }
   if (!options.json_file.empty()) {
     nlohmann::json out = bench_json(result);
     out["device"] = device.str();
@@ -86,6 +118,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     out["libtorch"] = torch_version_string();
     out["schemes"] = names;
     out["config"] = config_to_json(batch_config);
+    if (result.profile) out["profile"] = step_profile_json(*result.profile, kProfileKernelsShown);
     json_write_atomic(options.json_file, out);
   }
   return kExitOk;

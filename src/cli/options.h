@@ -34,6 +34,7 @@ struct BenchCommandOptions {
   int64_t warmup = 3;
   int64_t steps = 20;
   std::string json_file;
+  std::string profile_file;  // --profile FILE: a GPU profile of kProfileSteps more steps
 };
 
 struct EvalCommandOptions {

@@ -23,7 +23,8 @@ double peak_rss_mib() {
 }
 
 BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,
-                                const c10::Device& device, int64_t warmup, int64_t steps) {
+                                const c10::Device& device, int64_t warmup, int64_t steps,
+                                const std::string& profile_path) {
   const TrainData data = train_data_upload(copy_task_generate(config.task), device);
   Encoder model(encoder_shape_of(config), members, device);
   const std::unique_ptr<TrainingStep> step = training_step_make(model, data, config.train);
@@ -56,6 +57,9 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
       training_step_flops(model->shape(), static_cast<double>(result.members) * static_cast<double>(result.batch_size));
   result.flops_per_second = result.flops_per_step / result.step_seconds_median;
   result.peak_rss_mib = peak_rss_mib();
+  // After the timed steps, so the profiler's overhead never reaches their times.
+  if (!profile_path.empty())
+    result.profile = step_profile_run([&] { training_step.run().sum().item<double>(); }, kProfileSteps, profile_path);
   if (device.is_cpu()) {
     const bool fused = result.step == "fused CPU";  // our kernels; else LibTorch's (the autograd step)
     const CpuVariant variant = fused ? cpu_variant_active() : cpu_variant_widest();

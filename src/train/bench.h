@@ -3,6 +3,7 @@
 // timed step by step. Speed targets are checked with these numbers side by side with a
 // baseline (scripts/bench.sh), never by timed tests.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "config/config.h"
 #include "model/encoder_shape.h"
 #include "model/member.h"
+#include "train/step_profile.h"
 
 namespace copytask {
 
@@ -46,7 +48,11 @@ struct BenchResult {
   double measured_flops_per_second = 0;
   double measured_share = 0;
   std::string measured_how;
+  // On a GPU with a profile asked for: kProfileSteps more steps under LibTorch's profiler.
+  std::optional<StepProfile> profile;
 };
+
+inline constexpr int64_t kProfileSteps = 3;
 
 // The floating-point work of one training step of `examples` examples (all members'
 // together): its matrix products, 2 FLOP per multiply-add, forward and backward (backward
@@ -58,9 +64,11 @@ struct BenchResult {
 // With the step time: the rate the step achieves.
 double training_step_flops(const EncoderShape& shape, double examples);
 
-// Times `steps` training steps of the members `members` (after `warmup` untimed ones).
+// Times `steps` training steps of the members `members` (after `warmup` untimed ones); with
+// `profile_path`, then profiles kProfileSteps more and writes their trace there.
 BenchResult bench_training_step(const Config& config, const std::vector<MemberSpec>& members,
-                                const c10::Device& device, int64_t warmup, int64_t steps);
+                                const c10::Device& device, int64_t warmup, int64_t steps,
+                                const std::string& profile_path = "");
 
 nlohmann::json bench_json(const BenchResult& result);
 
