@@ -7,6 +7,7 @@
 #include "model/float_layout.h"
 #include "model/parameter_layout.h"
 #include "model/positional.h"
+#include "model/stacked.h"
 #include "test_util.h"
 
 namespace copytask {
@@ -220,6 +221,46 @@ TEST(Model, AFloatLayoutIsItsListOfParts) {
   EXPECT_THROW(layout.at(short_buffer, 0), std::logic_error);
   EXPECT_THROW(layout.at(buffer, 3), std::logic_error);
   EXPECT_THROW(FloatLayout({{"a", 3}, {}}), std::logic_error);
+}
+
+// The GPU's forms of the stacked layers (model/stacked.h), run here on the CPU: the matmul in
+// chunks of rows and the layer norm by moments give the plain forms' values and gradients.
+TEST(Stacked, TheMatmulInChunksOfRowsIsTheBatchedMatmulWithItsGradients) {
+  EXPECT_EQ(stacked_matmul_chunks(90000), 80);  // the reference study's rows: 1125 a chunk
+  EXPECT_EQ(stacked_matmul_chunks(1280), 1);    // a minibatch of 128: one chunk
+  EXPECT_EQ(stacked_matmul_chunks(2 * 5 * 9001), 10);
+  for (int64_t N : {6000, 2 * 5 * 9001}) {
+    const int64_t chunks = stacked_matmul_chunks(N);
+    EXPECT_GE(N / chunks, kStackedMatmulChunkRows);
+    EXPECT_EQ(N % chunks, 0);
+  }
+  torch::manual_seed(3);
+  const auto rows = torch::randn({3, 6000, 20}, torch::requires_grad());
+  const auto weight = torch::randn({3, 20, 7}, torch::requires_grad());
+  const auto upstream = torch::randn({3, 6000, 7});
+  auto plain = stacked_matmul(rows, weight, 1);
+  const auto plain_grads = torch::autograd::grad({plain}, {rows, weight}, {upstream});
+  auto chunked = stacked_matmul(rows, weight, stacked_matmul_chunks(6000));
+  const auto chunked_grads = torch::autograd::grad({chunked}, {rows, weight}, {upstream});
+  EXPECT_LT(test::max_abs_diff(plain, chunked), 1e-5);
+  EXPECT_LT(test::max_abs_diff(plain_grads[0], chunked_grads[0]), 1e-5);
+  const double largest = plain_grads[1].abs().max().item<double>();
+  EXPECT_GT(largest, 1.0) << "the weight gradient sums many rows";
+  EXPECT_LT(test::max_abs_diff(plain_grads[1], chunked_grads[1]), 1e-5 * largest);
+  EXPECT_THROW(stacked_matmul(rows, weight, 7), c10::Error) << "7 chunks do not divide 6000 rows";
+}
+
+TEST(Stacked, TheLayerNormByMomentsIsLibTorchsWithItsGradient) {
+  torch::manual_seed(4);
+  const auto x = (3 * torch::randn({2, 50, 10, 20}) + 1).requires_grad_();
+  const auto upstream = torch::randn({2, 50, 10, 20});
+  const auto by_moments = layer_norm_by_moments(x, 1e-5);
+  const auto libtorch = torch::layer_norm(x, {20}, {}, {}, 1e-5);
+  EXPECT_LT(test::max_abs_diff(by_moments, libtorch), 1e-5);
+  const auto a = torch::autograd::grad({by_moments}, {x}, {upstream})[0];
+  const auto b = torch::autograd::grad({libtorch}, {x}, {upstream})[0];
+  EXPECT_LT(test::max_abs_diff(a, b), 1e-5);
+  EXPECT_GT(b.abs().max().item<double>(), 0.1);
 }
 
 }  // namespace

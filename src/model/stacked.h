@@ -35,6 +35,21 @@ class StackedLayerNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(StackedLayerNorm);
 
+// rows[m] @ weight[m] for rows (M, N, I) and weight (M, I, O): one batched matmul over the
+// members, or with `chunks` > 1 (a divisor of N) over chunks of each member's rows, the
+// weight broadcast to every chunk, so that the backward's weight gradient (rows^T @ grad,
+// summed over N) is chunks x M products summed after. (M, N, O).
+torch::Tensor stacked_matmul(const torch::Tensor& rows, const torch::Tensor& weight, int64_t chunks = 1);
+
+// How many chunks stacked_matmul splits N rows into on a GPU: the largest divisor of N that
+// leaves at least kStackedMatmulChunkRows rows a chunk (1 where N is smaller).
+inline constexpr int64_t kStackedMatmulChunkRows = 1024;
+int64_t stacked_matmul_chunks(int64_t rows);
+
+// Layer norm over the last axis without the affine part, (x - mean) / sqrt(var + eps), as a
+// reduction (var_mean) and elementwise operations: what the stacked layer norm runs on a GPU.
+torch::Tensor layer_norm_by_moments(const torch::Tensor& x, double eps);
+
 // A per-member (M, X) parameter viewed so it broadcasts against a (M, ..., X) tensor of
 // `dims` dimensions: (M, 1, ..., 1, X).
 torch::Tensor per_member(const torch::Tensor& parameter, int64_t dims);
