@@ -94,6 +94,15 @@ def bench(out):
     print("reference study: %.1f s estimated (2000 steps), %.1fx the baseline, CUDA graph %.2fx, %s of the FP32 peak" %
           (seconds, cases[2]["ratio"], record["cuda_graph_gain"],
            "%.1f%%" % (100 * record["fraction_of_fp32_peak"]) if peak else "unknown share"))
+    # The uncaptured step under LibTorch's profiler (copytask bench --profile): where its time goes.
+    profile = cases[3]["copytask"].get("profile")
+    if profile:
+        record["profile"] = profile
+        print("uncaptured step's kernels: %.2f ms a step; the longest (trace: %s):" %
+              (1e3 * profile["kernel_seconds_per_step"], profile["trace"]))
+        for kernel in profile["kernels"][:10]:
+            print("  %5.1f%% %8.3f ms %5.1f calls  %.110s" % (100 * kernel["share"], 1e3 * kernel["seconds_per_step"],
+                                                          kernel["calls_per_step"], kernel["name"]))
     save(os.path.join(out, "bench.json"), record)
     for key in "1234":
         os.remove(os.path.join(out, "c%s.json" % key))

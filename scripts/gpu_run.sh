@@ -16,11 +16,13 @@
 #                  compared: its results complete, token accuracy and final loss the same
 #                  (smoke_token.json, smoke_loss.json)
 #       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU, and the
-#                  reference study's step uncaptured too (the CUDA graph's gain) -> bench.json,
-#                  with the step's FLOP rate as a share of the GPU's FP32 peak
+#                  reference study's step uncaptured too (the CUDA graph's gain), profiled
+#                  (its kernels by time, trace.json) -> bench.json, with the step's FLOP rate
+#                  as a share of the GPU's FP32 peak
 #       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
-#     gpu_run.log, bench.json, study_results.json (the device tool brings back 8 files at most)
+#     gpu_run.log, bench.json, trace.json, study_results.json, smoke_token.json,
+#     smoke_loss.json (the device tool brings back 8 files at most)
 #     BUNDLE: binaries built on a CPU machine (scripts/cuda_build.sh --bundle BUNDLE): no
 #     configure or build here; test runs the bundle's test binary, bench and study its copytask.
 #     The script's exit status is the worst stage's (0 only when every stage passed).
@@ -113,7 +115,8 @@ for name in "${stages[@]}"; do
         '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2.json
         \$b bench --compare --config configs/reference.json train.device=cuda --warmup 3 --steps 20 --json $out/c3.json
         '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/b3.json
-        \$b bench --compare --config configs/reference.json train.device=cuda train.cuda_graph=false --warmup 3 --steps 20 --json $out/c4.json
+        \$b bench --compare --config configs/reference.json train.device=cuda train.cuda_graph=false --warmup 3 --steps 20 \\
+          --profile $out/trace.json --json $out/c4.json
         '$python' $report bench $out" ;;
     study)
       stage study 600 "set -e

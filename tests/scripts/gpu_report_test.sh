@@ -27,6 +27,15 @@ case = json.load(open(sys.argv[1]))
 case["gpu"] = {"name": "NVIDIA H100 80GB HBM3", "cuda_runtime": "13.0", "cuda_driver": "13.0"}
 json.dump(case, open(sys.argv[1], "w"))
 PY
+# What copytask bench --profile adds to the uncaptured case on a GPU (train/step_profile.h).
+"$python" - "$dir/c4.json" <<'PY'
+import json, sys
+case = json.load(open(sys.argv[1]))
+case["profile"] = {"trace": "trace.json", "steps": 3, "kernel_seconds_per_step": 0.1, "kernels_named": 2,
+                   "kernels": [{"name": "gemm", "calls_per_step": 9.0, "seconds_per_step": 0.06, "share": 0.6},
+                               {"name": "layer_norm", "calls_per_step": 5.0, "seconds_per_step": 0.04, "share": 0.4}]}
+json.dump(case, open(sys.argv[1], "w"))
+PY
 "$python" scripts/gpu_report.py bench "$dir"
 "$python" - "$dir" <<'PY'
 import json, os, sys
@@ -43,7 +52,8 @@ assert abs(bench["reference_study_seconds_estimate"] - 2000 * study["members"] /
 assert abs(bench["cuda_graph_gain"] - study["member_steps_per_second"] / uncaptured["member_steps_per_second"]) < 1e-9
 assert bench["fp32_peak_flops_per_second"] == 66.9e12
 assert abs(bench["fraction_of_fp32_peak"] - study["flops_per_second"] / 66.9e12) < 1e-15
+assert bench["profile"]["kernels"][0]["name"] == "gemm", bench.get("profile")
 left = sorted(f for f in os.listdir(out) if f[0] in "bc" and f != "bench.json")
 assert not left, left
-print("gpu_report bench: 4 cases, the graph's gain and the FP32 share as computed")
+print("gpu_report bench: 4 cases, the graph's gain, the FP32 share as computed and the profile carried")
 PY
