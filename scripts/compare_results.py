@@ -9,7 +9,7 @@ seed's number between them, and a verdict:
   in spread   not seed for seed, but the means differ by less than the larger seed std
   differs     neither: a finding or a bug to explain
 
-    scripts/compare_results.py A/results.json B/results.json [--labels CPU GPU] [--tolerance 0.002]
+    scripts/compare_results.py A/results.json B/results.json[.gz] [--labels CPU GPU] [--tolerance 0.002]
                                [--metric test_exact|test_token|final_loss] [--strict] [--json FILE]
 
 --metric: the per-seed number compared (default test exact match; test_token, the token
@@ -20,6 +20,7 @@ of A is in B (and, with --strict, every one is the same), 1 when --strict finds 
 not, 2 when a scheme is missing.
 """
 import argparse
+import gzip
 import json
 import sys
 
@@ -58,6 +59,12 @@ def compare(a, b, tolerance, metric="test_exact"):
     return rows, missing
 
 
+def load(path):
+    """A results.json, or its gzipped copy (a study folder kept small: results.json.gz)."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("a")
@@ -68,10 +75,7 @@ def main():
     ap.add_argument("--strict", action="store_true", help="exit 1 unless every scheme is the same")
     ap.add_argument("--json", help="also write the comparison here")
     args = ap.parse_args()
-    with open(args.a) as f:
-        a = json.load(f)
-    with open(args.b) as f:
-        b = json.load(f)
+    a, b = load(args.a), load(args.b)
     rows, missing = compare(a, b, args.tolerance, args.metric)
     la, lb = args.labels
     what = args.metric.replace("_", " ")

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """scripts/compare_results.py on the committed reference study: against itself every scheme is
-"same"; with one seed moved by 0.01 that scheme is no longer "same" but "in spread" (its std
+"same" (its gzipped copy too); with one seed moved by 0.01 that scheme is no longer "same" but "in spread" (its std
 is larger than the mean's move of 0.002); with every seed moved by 0.1 it "differs"; a scheme
 missing from the second run exits 2.
 
     compare_results_test.py SOURCE_DIR
 """
 import copy
+import gzip
 import json
 import os
 import subprocess
@@ -20,10 +21,10 @@ with open(reference) as f:
     results = json.load(f)
 
 
-def run(b, *extra):
+def run(b, *extra, gzipped=False):
     with tempfile.TemporaryDirectory() as tmp:
-        path, out = os.path.join(tmp, "b.json"), os.path.join(tmp, "out.json")
-        with open(path, "w") as f:
+        path, out = os.path.join(tmp, "b.json.gz" if gzipped else "b.json"), os.path.join(tmp, "out.json")
+        with (gzip.open(path, "wt") if gzipped else open(path, "w")) as f:
             json.dump(b, f)
         done = subprocess.run([sys.executable, script, reference, path, "--labels", "CPU", "GPU", "--json", out] +
                               list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
@@ -44,6 +45,9 @@ check(done.returncode == 0, done.stderr)
 check(set(verdicts) == set(results["scheme_order"]), str(verdicts))
 check(all(v == "same" for v in verdicts.values()), str(verdicts))
 check("| rope |" in done.stdout and "6 schemes: 6 same" in done.stdout, done.stdout)
+# A study folder's gzipped results.json.gz reads as the plain file.
+done, verdicts = run(results, gzipped=True)
+check(done.returncode == 0 and all(v == "same" for v in verdicts.values()), done.stderr + str(verdicts))
 
 moved = copy.deepcopy(results)
 scheme = moved["schemes"]["alibi+causal"]  # std 0.015 over its 5 seeds
