@@ -32,6 +32,20 @@ EvalConfig eval_to(int64_t max_len, int64_t per_length = 200) {
   return eval;
 }
 
+// The records keep the evaluation's means at 6 significant digits (train/evaluate.h), and
+// JSON writes them so: 0.733333 where the double had been 0.7333333333333333.
+TEST(LengthEvaluation, MeansAreKeptAtSixSignificantDigits) {
+  EXPECT_EQ(measurement_rounded(11.0 / 15.0), 0.733333);
+  EXPECT_EQ(measurement_rounded(0.12345678e-7), 1.23457e-8);
+  EXPECT_EQ(measurement_rounded(2.0 / 3.0 * 1000), 666.667);
+  EXPECT_EQ(measurement_rounded(0.25), 0.25);
+  EXPECT_EQ(measurement_rounded(0.0), 0.0);
+  EXPECT_EQ(nlohmann::json(measurement_rounded(11.0 / 15.0)).dump(), "0.733333");
+  EXPECT_TRUE(std::isnan(measurement_rounded(std::nan(""))));
+  for (double x : {1e-12, 3.7e-5, 0.5, 0.999999, 1.0, 2.5e3})
+    EXPECT_NEAR(measurement_rounded(x * M_PI), x * M_PI, 5e-6 * x * M_PI) << x;
+}
+
 TEST(LengthSets, EveryLengthInAContextForTheWholeCopyOnInputsNeverTrainedOn) {
   const TaskConfig task = reference_task();
   const CopyTask data = copy_task_generate(task);

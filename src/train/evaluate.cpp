@@ -1,6 +1,8 @@
 #include "train/evaluate.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include <torch/torch.h>
@@ -11,6 +13,13 @@
 #include "task/task_kind.h"
 
 namespace copytask {
+
+double measurement_rounded(double value) {
+  if (!std::isfinite(value) || value == 0) return value;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*g", kMeasurementDigits, value);
+  return std::strtod(text, nullptr);
+}
 
 namespace {
 // One forward pass without dropout: the fused CPU kernel's where it runs, LibTorch's elsewhere.
@@ -223,16 +232,16 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
       LengthScores one = base;
       one.exact = a[m][0] / static_cast<double>(N);
       one.token = a[m][1] / outputs;
-      for (int64_t j = 0; j < k; ++j) one.token_by_output.push_back(a[m][2 + j]);
+      for (int64_t j = 0; j < k; ++j) one.token_by_output.push_back(measurement_rounded(a[m][2 + j]));
       one.source_attention.assign(B, std::vector<double>(H));
       one.entropy.assign(B, std::vector<double>(H));
       for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < H; ++h) {
-          one.source_attention[b][h] = a[m][2 + k + b * H + h];
-          one.entropy[b][h] = a[m][2 + k + B * H + b * H + h];
+          one.source_attention[b][h] = measurement_rounded(a[m][2 + k + b * H + h]);
+          one.entropy[b][h] = measurement_rounded(a[m][2 + k + B * H + b * H + h]);
         }
       for (int kind = 0; kind < kOutputErrorKinds; ++kind)
-        one.errors.emplace_back(output_error_names()[kind], sums.errors[m][kind] / outputs);
+        one.errors.emplace_back(output_error_names()[kind], measurement_rounded(sums.errors[m][kind] / outputs));
       scores[m].push_back(one);
     }
   }
