@@ -23,7 +23,8 @@ void why_json(const LengthScores& s, nlohmann::json& entry) {
 }
 
 // The element-wise mean of numbers, or of arrays or objects of the same shape (the
-// measurements of why, over seeds); null where the values do not match in shape.
+// measurements of why, over seeds), kept at 6 significant digits (measurement_rounded,
+// report/scores.h); null where the values do not match in shape.
 nlohmann::json mean_json(const std::vector<const nlohmann::json*>& values) {
   const nlohmann::json& first = *values.front();
   if (first.is_number()) {
@@ -32,7 +33,7 @@ nlohmann::json mean_json(const std::vector<const nlohmann::json*>& values) {
       if (!v->is_number()) return nullptr;
       sum += v->get<double>();
     }
-    return sum / static_cast<double>(values.size());
+    return measurement_rounded(sum / static_cast<double>(values.size()));
   }
   nlohmann::json out = first.is_array() ? nlohmann::json::array() : nlohmann::json::object();
   if (first.is_array()) {

@@ -1,12 +1,27 @@
 #pragma once
 // A member's scores from one evaluation, as plain numbers: what train/evaluate.h computes
 // and report/results.h writes. Here, below both, so the report side builds without LibTorch.
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace copytask {
+
+// A mean of the measurements of why over an evaluation's outputs (at most a few hundred a
+// length) or over seeds, as the records keep it: 6 significant digits. The float32
+// measurements' digits past those carry no information, and a study's files of per-block,
+// per-head numbers at every evaluation and length were two thirds digits.
+inline constexpr int kMeasurementDigits = 6;
+inline double measurement_rounded(double value) {
+  if (!std::isfinite(value) || value == 0) return value;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*g", kMeasurementDigits, value);
+  return std::strtod(text, nullptr);
+}
 
 // One split (train or test), every position of every example.
 struct SplitScores {

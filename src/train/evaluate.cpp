@@ -1,8 +1,6 @@
 #include "train/evaluate.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 
 #include <torch/torch.h>
@@ -13,13 +11,6 @@
 #include "task/task_kind.h"
 
 namespace copytask {
-
-double measurement_rounded(double value) {
-  if (!std::isfinite(value) || value == 0) return value;
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*g", kMeasurementDigits, value);
-  return std::strtod(text, nullptr);
-}
 
 namespace {
 // One forward pass without dropout: the fused CPU kernel's where it runs, LibTorch's elsewhere.

@@ -14,14 +14,8 @@
 namespace copytask {
 
 // SplitScores and LengthScores (report/scores.h): what the evaluations below return.
-
-// A mean over the evaluation's examples (at most a few hundred outputs a length), as the
-// records keep it: 6 significant digits. The float32 measurements' digits past those carry no
-// information, and a study's files of per-block, per-head numbers at every evaluation and
-// length were two thirds digits (the source attention, entropy, accuracy by output and the
-// error kinds' shares).
-inline constexpr int kMeasurementDigits = 6;
-double measurement_rounded(double value);
+// (The means of why, source attention and the rest, are kept at 6 significant digits:
+// measurement_rounded, report/scores.h.)
 
 // The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
 // pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
