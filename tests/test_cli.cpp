@@ -287,6 +287,12 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   EXPECT_EQ(read_json(json)["members"], 12);
   EXPECT_EQ(run("bench --steps 0").exit_code, 2);
   EXPECT_EQ(run("bench model.heads=3").exit_code, 2);
+  // --profile profiles a GPU's kernels: on the CPU it is refused before any work, saying why.
+  Outcome profile = run(std::string("bench --steps 1 --profile ") + (json.string() + ".trace") + " " + kTiny);
+  EXPECT_EQ(profile.exit_code, 2) << profile.output;
+  EXPECT_NE(profile.output.find("--profile profiles a GPU's kernels; this bench runs on cpu"), std::string::npos)
+      << profile.output;
+  EXPECT_FALSE(fs::exists(json.string() + ".trace"));
   fs::remove(json);
 }
 
