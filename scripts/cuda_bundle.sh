@@ -91,7 +91,7 @@ outside=$(outside_libraries)
 size=$(du -sm "$dir" | cut -f1)
 [ "$size" -lt 64 ] || fail "the bundle is $size MiB, over the 64 MiB the device tool carries"
 cat > "$dir/README" <<TEXT
-copytask $(git describe --always --dirty 2>/dev/null || echo unknown), built $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/cuda_build.sh
+copytask $(git describe --always --dirty 2>/dev/null || echo unknown), bundled $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/cuda_bundle.sh from $(basename "$build")/
 against PyTorch $("$python" -W ignore -c 'import torch; print(torch.__version__)') (LibTorch, CUDA $("$python" -W ignore -c 'import torch; print(torch.version.cuda)'))
 for the GPU architectures $(grep -m1 'TORCH_CUDA_ARCH_LIST:' "$build/CMakeCache.txt" | cut -d= -f2).
 Run: DIR/run tests | DIR/run copytask ... (scripts/gpu_run.sh --prebuilt DIR; docs/gpu.md).

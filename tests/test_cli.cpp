@@ -293,6 +293,11 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
   EXPECT_NE(profile.output.find("--profile profiles a GPU's kernels; this bench runs on cpu"), std::string::npos)
       << profile.output;
   EXPECT_FALSE(fs::exists(json.string() + ".trace"));
+  // So is a --json file in a folder that does not exist: before the timing, not after it.
+  Outcome nowhere = run(std::string("bench --steps 1 --json ") + (json / "no-folder" / "bench.json").string() + " " + kTiny);
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.output;
+  EXPECT_NE(nowhere.output.find("does not exist"), std::string::npos) << nowhere.output;
+  EXPECT_EQ(nowhere.output.find("step time"), std::string::npos) << "refused before any work: " << nowhere.output;
   fs::remove(json);
 }
 

@@ -2,7 +2,6 @@
 // of what compare) would train. scripts/bench.sh runs it beside the PyTorch baseline.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 #include <CLI/CLI.hpp>
@@ -46,11 +45,9 @@ int bench_command_run(const BenchCommandOptions& options) {
       throw OptionError("--profile profiles a GPU's kernels; this bench runs on " + device.str() +
                         " (train.device=cuda on a machine with a GPU; on the CPU, callgrind: docs/performance.md)");
     if (!step_profile_unavailable().empty()) throw OptionError("--profile: " + step_profile_unavailable());
-    const std::filesystem::path folder = std::filesystem::path(options.profile_file).parent_path();
-    if (!folder.empty() && !std::filesystem::is_directory(folder))
-      throw OptionError("--profile " + options.profile_file + ": there is no folder " + folder.string() +
-                        " (make it first, or name a file in an existing folder)");
+    output_file_check("--profile", options.profile_file);
   }
+  output_file_check("--json", options.json_file);
   study_check_training_steps(schemes, device);
   study_check_memory(schemes, Shard{}, device);
   const int threads = threads_configure(config.train.threads);

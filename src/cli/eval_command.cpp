@@ -87,8 +87,7 @@ EvalSetup eval_setup(const EvalCommandOptions& options) {
   // Saved models keep their learned rows: lengths beyond them are reported, not refused.
   config_validate(setup.config, /*learned_rows_must_fit_eval=*/false);
   setup.device = device_resolve(setup.config.train.device);
-  if (!options.json_file.empty() && !std::filesystem::is_directory(std::filesystem::absolute(options.json_file).parent_path()))
-    throw OptionError("--json " + options.json_file + ": its folder does not exist");
+  output_file_check("--json", options.json_file);
   setup.members = saved_members(setup.study);
   if (setup.members.empty())
     throw OptionError("--run " + options.run_dir + " has no complete member yet; train the study first");

@@ -30,6 +30,14 @@ std::string error_text(const std::exception& error) {
   return error.what();
 }
 
+void output_file_check(const std::string& option, const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path folder = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(folder))
+    throw OptionError(option + " " + path + ": its folder " + folder.string() +
+                      " does not exist (make it first, or name a file in an existing folder)");
+}
+
 OptionError option_error(const std::string& option, const ConfigError& error) {
   return OptionError(option + " " + error.what());
 }

@@ -88,6 +88,10 @@ CLI::App* study_command_add(CLI::App& app, const std::string& name, const std::s
 // runs the study and prints the comparison table. `command` is "train" or "compare".
 int study_command_run(const std::string& command, const StudyCommandOptions& options, const std::string& command_line);
 
+// An output file's option (--json FILE, --profile FILE): its folder must exist, checked before
+// any work so that a long run never ends unable to write what it measured (throws OptionError).
+void output_file_check(const std::string& option, const std::string& path);
+
 // The library's errors about a folder or a name start with it ("runs/x holds another
 // study ..."); the command line says which option gave it: "--out runs/x holds ...".
 OptionError option_error(const std::string& option, const ConfigError& error);
