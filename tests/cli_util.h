@@ -22,10 +22,12 @@ struct Outcome {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
-inline Outcome run(const std::string& arguments, const std::string& prefix = "") {
+// Runs the shell command that `command_for(log)` makes, which sends copytask's output to `log`:
+// its exit code and that output (the log removed after).
+template <class CommandFor>
+Outcome run_logged(const CommandFor& command_for) {
   const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = prefix + copytask_binary() + " " + arguments + " > " + log.string() + " 2>&1";
+  const std::string command = command_for(log.string());
   const int status = std::system(command.c_str());
   Outcome outcome;
   outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -35,23 +37,23 @@ inline Outcome run(const std::string& arguments, const std::string& prefix = "")
   return outcome;
 }
 
+// Runs the copytask binary with `arguments`, behind `prefix` (e.g. a timeout command).
+inline Outcome run(const std::string& arguments, const std::string& prefix = "") {
+  return run_logged([&](const std::string& log) {
+    return prefix + copytask_binary() + " " + arguments + " > " + log + " 2>&1";
+  });
+}
+
 // Runs the copytask binary with `arguments` and sends it Ctrl-C (SIGINT) once its output
 // has shown `line` (or after two minutes without it, or at once if it ended): an interrupt
 // at a known point of the work, whatever the machine's speed (a GPU machine's first
 // LibTorch load alone can take seconds).
 inline Outcome run_interrupted_after(const std::string& arguments, const std::string& line) {
-  const fs::path log = fs::temp_directory_path() / ("copytask_cli_" + std::to_string(::getpid()) + ".log");
-  const std::string command = copytask_binary() + " " + arguments + " > " + log.string() + " 2>&1 & pid=$!; i=0; " +
-                              "until grep -qF '" + line + "' " + log.string() + " || [ $i -ge 1200 ]; do " +
-                              "kill -0 $pid 2>/dev/null || break; sleep 0.1; i=$((i + 1)); done; " +
-                              "kill -INT $pid 2>/dev/null; wait $pid";
-  const int status = std::system(command.c_str());
-  Outcome outcome;
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream file(log);
-  outcome.output.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-  fs::remove(log);
-  return outcome;
+  return run_logged([&](const std::string& log) {
+    return copytask_binary() + " " + arguments + " > " + log + " 2>&1 & pid=$!; i=0; " + "until grep -qF '" + line +
+           "' " + log + " || [ $i -ge 1200 ]; do " + "kill -0 $pid 2>/dev/null || break; sleep 0.1; i=$((i + 1)); done; " +
+           "kill -INT $pid 2>/dev/null; wait $pid";
+  });
 }
 
 inline fs::path fresh_dir(const std::string& name) {

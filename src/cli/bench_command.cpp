@@ -1,6 +1,5 @@
 // copytask bench: training-step timings of what train (or, with --compare, the first batch
 // of what compare) would train. scripts/bench.sh runs it beside the PyTorch baseline.
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -87,17 +86,17 @@ int bench_command_run(const BenchCommandOptions& options) {
   else if (device.is_cpu())
     std::printf("share of FMA peak  unknown: no clock found (%s)\n", result.clock_source.c_str());
   std::printf("peak resident      %.0f MiB\n", result.peak_rss_mib);
+  // The profile per step, as --json keeps it: printed from that one form.
+  const nlohmann::json profile =
+      result.profile ? step_profile_json(*result.profile, kProfileKernelsShown) : nlohmann::json();
   if (result.profile) {
-    const StepProfile& profile = *result.profile;
-    const double steps = static_cast<double>(profile.steps);
     std::printf("profile            %lld steps, kernels %.4f s a step (the step %.4f s); trace in %s\n",
-                static_cast<long long>(profile.steps), profile.kernel_seconds / steps, result.step_seconds_median,
-                profile.trace_path.c_str());
-    for (size_t i = 0; i < std::min<size_t>(kProfileKernelsShown, profile.kernels.size()); ++i) {
-      const KernelTime& kernel = profile.kernels[i];
-      std::printf("  %5.1f%% %9.3f ms %5.1f calls  %.150s\n", 100.0 * kernel.seconds / profile.kernel_seconds,
-                  1e3 * kernel.seconds / steps, static_cast<double>(kernel.calls) / steps, kernel.name.c_str());
-    }
+                static_cast<long long>(result.profile->steps), profile["kernel_seconds_per_step"].get<double>(),
+                result.step_seconds_median, result.profile->trace_path.c_str());
+    for (const auto& kernel : profile["kernels"])
+      std::printf("  %5.1f%% %9.3f ms %5.1f calls  %.150s\n", 100.0 * kernel["share"].get<double>(),
+                  1e3 * kernel["seconds_per_step"].get<double>(), kernel["calls_per_step"].get<double>(),
+                  kernel["name"].get<std::string>().c_str());
   }
   if (!options.json_file.empty()) {
     nlohmann::json out = bench_json(result);
@@ -115,7 +114,7 @@ int bench_command_run(const BenchCommandOptions& options) {
     out["libtorch"] = torch_version_string();
     out["schemes"] = names;
     out["config"] = config_to_json(batch_config);
-    if (result.profile) out["profile"] = step_profile_json(*result.profile, kProfileKernelsShown);
+    if (result.profile) out["profile"] = profile;
     json_write_atomic(options.json_file, out);
   }
   return kExitOk;

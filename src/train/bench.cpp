@@ -33,11 +33,12 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   if (training_step.name() == "CUDA graph") warmup = std::max(warmup, DeviceStep::kWarmupSteps + 1);
 
   // Reading the loss waits for the step to finish (on a GPU too), so each time is a whole step.
-  for (int64_t i = 0; i < warmup; ++i) training_step.run().sum().item<double>();
+  const auto run_step = [&] { training_step.run().sum().item<double>(); };
+  for (int64_t i = 0; i < warmup; ++i) run_step();
   BenchResult result;
   for (int64_t i = 0; i < steps; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    training_step.run().sum().item<double>();
+    run_step();
     result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::vector<double> sorted = result.step_seconds;
@@ -59,7 +60,7 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   result.peak_rss_mib = peak_rss_mib();
   // After the timed steps, so the profiler's overhead never reaches their times.
   if (!profile_path.empty())
-    result.profile = step_profile_run([&] { training_step.run().sum().item<double>(); }, kProfileSteps, profile_path);
+    result.profile = step_profile_run(run_step, kProfileSteps, profile_path);
   if (device.is_cpu()) {
     const bool fused = result.step == "fused CPU";  // our kernels; else LibTorch's (the autograd step)
     const CpuVariant variant = fused ? cpu_variant_active() : cpu_variant_widest();
