@@ -428,3 +428,80 @@ TEST_P(FusedCpu, PositionIdsOfEveryKindGiveAutogradsLossAndGradients) {
 
 }  // namespace
 }  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// The group of examples the step runs through the layers together (fused_cpu.h) changes no
+// loss and no parameter's gradient, bit for bit, nor (but for rounding where the blocks share
+// a table) the tables' gradients: every scheme, two heads, with dropout masks, at the
+// default position IDs and at random ones (the tables gathered), for groups of 1 (one
+// example at a time), 2, 3 and 8, which leave a partial group at a partition's end, against
+// the default's.
+TEST_P(FusedCpu, TheGroupOfExamplesChangesNoNumber) {
+  for (const bool random_ids : {false, true}) {
+    std::vector<MemberSpec> members;
+    for (auto member : with_heads(every_scheme_members(), 2)) {
+      if (random_ids) {
+        member.options.position_ids = "random";
+        member.options.position_range = 40;
+        if (!test::positional_runs(member.positional, member.options, member.causal, test::small_shape())) continue;
+        if (member.positional == "learned") member.options.learned_positions = 40;
+      }
+      members.push_back(member);
+    }
+    Encoder model(test::small_shape(0.1), members, torch::kCPU);
+    const int64_t M = model->member_count(), B = 70;  // one partition of 70: groups of 3 leave 1, of 4 leave 2
+    auto inputs = test::random_tokens(M, B, test::small_shape(), 31);
+    auto targets = test::random_tokens(M, B, test::small_shape(), 32);
+    const DropoutMasks masks = model->dropout_masks(B);
+    const torch::Tensor positions = random_ids ? model->training_positions(inputs) : torch::Tensor();
+    const PositionalTables tables = model->positional_tables(random_ids ? 40 : 10);
+    struct Run {
+      torch::Tensor loss;
+      std::vector<torch::Tensor> grads, table_grads;
+    };
+    auto run = [&](int64_t group) {
+      model->zero_grad();
+      PositionalTables table_grads;
+      Run out;
+      out.loss = fused_cpu_loss_backward(*model, tables, inputs, targets, &masks, &table_grads, positions, group);
+      out.grads = gradients_of(model);  // the stacked parameters' (the schemes' come through the tables')
+      for (const auto& table : table_grads.hooks) {
+        if (table.stacked.defined()) out.table_grads.push_back(table.stacked);
+        for (const auto& member : table.members)
+          if (member.defined()) out.table_grads.push_back(member);
+      }
+      return out;
+    };
+    const Run by_default = run(0);
+    int64_t nonzero = 0;
+    for (const auto& g : by_default.table_grads) nonzero += g.abs().sum().item<double>() > 0;
+    EXPECT_GT(nonzero, 0) << "no learned table got a gradient: the test would not see them";
+    for (const int64_t group : {1, 2, 3, 8}) {
+      const Run grouped = run(group);
+      EXPECT_TRUE(torch::equal(grouped.loss, by_default.loss)) << "group " << group;
+      ASSERT_EQ(grouped.grads.size(), by_default.grads.size());
+      for (size_t j = 0; j < grouped.grads.size(); ++j)
+        EXPECT_TRUE(torch::equal(grouped.grads[j], by_default.grads[j]))
+            << "group " << group << ", parameter " << j << ": largest difference "
+            << test::max_abs_diff(grouped.grads[j], by_default.grads[j]) << (random_ids ? " (random IDs)" : "");
+      ASSERT_EQ(grouped.table_grads.size(), by_default.table_grads.size());
+      for (size_t j = 0; j < grouped.table_grads.size(); ++j) {
+        // At random IDs every hook sums an example's table gradient apart and adds it at the
+        // example's end: exact. At 0..T-1 a hook whose table the blocks share sums straight
+        // into the member's gradient, block after block, and a group orders those terms by
+        // block first (fused_cpu.h): the same within float rounding.
+        const double scale = by_default.table_grads[j].abs().max().item<double>();
+        const double difference = test::max_abs_diff(grouped.table_grads[j], by_default.table_grads[j]);
+        if (random_ids)
+          EXPECT_EQ(difference, 0.0) << "group " << group << ", table gradient " << j << " (random IDs)";
+        else
+          EXPECT_LE(difference, 1e-6 * scale) << "group " << group << ", table gradient " << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace copytask

@@ -1,10 +1,10 @@
 #pragma once
-// The encoder on the CPU by hand (the layers of model/cpu_layers.h), one example at a time:
-// the training step's forward and backward, and the forward pass evaluation uses. An
-// example's activations (T x D = 10 x 20 floats per site) stay in the L1 cache from the
-// embedding to the loss and back, where LibTorch's op-by-op autograd streams every site of
-// the whole batch through memory, pass after pass, and runs thousands of tiny matrix
-// products as loops. The same function as Encoder::forward + member_losses + backward
+// The encoder on the CPU by hand (the layers of model/cpu_layers.h), a few examples at a
+// time: the training step's forward and backward, and the forward pass evaluation uses. A
+// group's activations (G x T x D = 4 x 10 x 20 floats per site) stay in the first two cache
+// levels from the embedding to the loss and back, where LibTorch's op-by-op autograd streams
+// every site of the whole batch through memory, pass after pass, and runs thousands of tiny
+// matrix products as loops. The same function as Encoder::forward + member_losses + backward
 // (tests compare the loss, every gradient and the tables' gradients with that path and
 // with the PyTorch fixtures), summed in another order.
 //
@@ -17,8 +17,22 @@
 // the partitions are added in order. So the result does not depend on the thread count,
 // nor on the members beside a member.
 //
+// Groups: the training step runs G consecutive examples of a partition through each layer
+// together: the linear layers, layer norms, residuals and ReLUs take the group's G T rows at
+// once, the attention and the positional hooks one example at a time. The losses and every
+// parameter's gradient are the same whatever G, bit for bit (tested): a product's element is
+// the same sum in the same order whatever its rows, and a weight's gradient sums the group's
+// rows in the examples' order, as the examples one after another did. One exception, within
+// float rounding: a table that the blocks share (the score bias, a learned rotation or
+// scale), whose hook at positions 0..T-1 sums its gradient straight into the member's block
+// after block, gets the group's terms of the last block first, then the block before.
+// (Under position IDs each example's table gradient is summed apart and added at its end:
+// exact again.) A group makes the small products larger
+// (fewer calls, and the weight gradients' sums run over G T rows, not T, so their
+// accumulators are loaded and stored a G-th as often); docs/performance.md has the timings.
+//
 // Shapes: M members, B examples per member, T positions, D embed, H heads, Dh = D / H,
-// F FF hidden, V vocab, L blocks, K partitions of the examples.
+// F FF hidden, V vocab, L blocks, K partitions of the examples, G examples a group.
 #include <string>
 #include <vector>
 
@@ -27,6 +41,11 @@
 #include "model/encoder.h"
 
 namespace copytask {
+
+// The training step's examples a group: 4 measured faster than 1 and 2 (about 7% on the
+// reference study's step) and as fast as 8, whose workspace is twice the size
+// (docs/performance.md).
+constexpr int64_t kFusedCpuGroupExamples = 4;
 
 // Why the fused step cannot run this model ("" when it can): not float32 on the CPU.
 std::string fused_cpu_unsupported(const EncoderImpl& model);
@@ -41,10 +60,12 @@ std::string fused_cpu_unsupported(const EncoderImpl& model);
 // masks for the whole batch of B (as drawn by model.dropout_masks(B)), or nullptr for none.
 // positions (position IDs, model.position_ids): (M, B, T) int64, each example's positions; then tables
 // are model.positional_tables(model.table_positions(T)), each example reads its rows, and
-// table_grads gathers every example's gradient back at them.
+// table_grads gathers every example's gradient back at them. group_examples: G (above), 0
+// for kFusedCpuGroupExamples; the tests set others to check that no number depends on it.
 torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& tables, const torch::Tensor& inputs,
                                       const torch::Tensor& targets, const DropoutMasks* masks,
-                                      PositionalTables* table_grads = nullptr, const torch::Tensor& positions = {});
+                                      PositionalTables* table_grads = nullptr, const torch::Tensor& positions = {},
+                                      int64_t group_examples = 0);
 
 // The forward pass without dropout (evaluation): logits (M, N, T, V) of inputs (M, N, T),
 // the same numbers as the training step's forward. attention_out, when given, receives
