@@ -152,6 +152,16 @@ TEST(Dropout, TheTensorFormEqualsTheStream) {
       EXPECT_EQ(test::max_abs_diff(masks[m], torch::tensor(row)), 0.0) << "member " << m << " from " << first;
     }
   }
+  // The words in vectors (what the fused step draws with AVX-512) are the words one by one,
+  // for ranges that start and end inside a word and cover several vectors of eight words.
+  for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 32}, {3, 997}, {5, 31}, {4095, 66}}) {
+    std::vector<float> by_word(static_cast<size_t>(count)), by_vector(static_cast<size_t>(count), -1.0f);
+    for (int64_t m = 0; m < 3; ++m) {
+      stream.fill<false>(m, first, count, by_word.data());
+      stream.fill<true>(m, first, count, by_vector.data());
+      EXPECT_EQ(by_vector, by_word) << "member " << m << " from " << first;
+    }
+  }
   // And it does drop about 30%.
   const double dropped = (dropout_stream_masks(stream, 0, 100000, torch::kCPU) == 0).to(torch::kFloat64).mean().item<double>();
   EXPECT_NEAR(dropped, 0.3, 0.01);

@@ -26,4 +26,36 @@ COPYTASK_HOST_DEVICE inline float dropout_mask_of(uint64_t step_key, int64_t e, 
   return dropout_mask_from_bits(bits, threshold, kept_value);
 }
 
+#if !defined(__CUDACC__)
+// Words first_word .. first_word + 7 at once: their 32 masks, in order, to out. The same
+// arithmetic as dropout_word_bits and dropout_mask_from_bits lane by lane (GCC's vector
+// extensions: 64-bit multiplies in AVX-512's registers where the caller is compiled for it),
+// so the same masks bit for bit; the words' 16-bit pieces are, in memory order, the
+// elements' (element 4w + l takes bits 16 l .. 16 l + 15 of word w, little-endian).
+inline constexpr int kDropoutVectorWords = 8;
+__attribute__((always_inline)) inline void dropout_words_masks(uint64_t step_key, uint64_t first_word,
+                                                               uint32_t threshold, float kept_value, float* out) {
+  typedef uint64_t Words __attribute__((vector_size(8 * kDropoutVectorWords)));
+  typedef uint16_t Pieces __attribute__((vector_size(2 * 4 * kDropoutVectorWords)));      // all 32
+  typedef uint16_t HalfPieces __attribute__((vector_size(4 * kDropoutVectorWords)));      // 16 of them
+  typedef int32_t Lanes __attribute__((vector_size(8 * kDropoutVectorWords)));           // 16 masks' bits
+  const Words lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  Words x = step_key + (first_word + lane + 1) * kSplitMixGamma;  // splitmix64_mix, lane by lane
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x = x ^ (x >> 31);
+  Pieces pieces;
+  __builtin_memcpy(&pieces, &x, sizeof pieces);
+  int32_t kept_bits;
+  __builtin_memcpy(&kept_bits, &kept_value, sizeof kept_bits);
+  for (int half = 0; half < 2; ++half) {
+    HalfPieces part;
+    __builtin_memcpy(&part, reinterpret_cast<const char*>(&pieces) + half * sizeof part, sizeof part);
+    const Lanes kept = __builtin_convertvector(part, Lanes) >= static_cast<int32_t>(threshold);  // -1 where kept
+    const Lanes masks = kept & kept_bits;  // kept_value's bits, or 0.0f's
+    __builtin_memcpy(out + half * 16, &masks, sizeof masks);
+  }
+}
+#endif
+
 }  // namespace copytask

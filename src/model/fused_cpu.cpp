@@ -266,7 +266,9 @@ struct Group {
   const int64_t* positions_of(int64_t g, int64_t T) const { return positions ? positions + g * T : nullptr; }
 };
 
-// The group's dropout masks, drawn from the stream where the whole batch's row holds them.
+// The group's dropout masks, drawn from the stream where the whole batch's row holds them
+// (in vectors of words where the variant has AVX-512's 64-bit multiplies).
+template <class Lanes>
 COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const DropoutLayout& layout, const Group& group,
                                 GroupWorkspace& work) {
   for (int64_t g = 0; g < group.n; ++g)
@@ -274,7 +276,8 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
       auto a = work.block(l, g);
       for (int site = 0; site < kDropoutSites; ++site) {
         const auto which = static_cast<DropoutSite>(site);
-        c.stream->fill(c.member, layout.start(l, which, group.first + g), layout.example_size(which), a.masks[site]);
+        c.stream->fill<Lanes::kVariant == CpuVariant::x86_64_v4>(c.member, layout.start(l, which, group.first + g),
+                                                                 layout.example_size(which), a.masks[site]);
       }
     }
 }
@@ -467,7 +470,7 @@ void group_forward_backward(const Shape& s, const MemberConstants& c, const std:
     using Lanes = decltype(lanes);
     const bool dropout = c.stream != nullptr;
     const int64_t rows = group.n * s.T;
-    if (dropout) masks_draw(s, c, layout, group, work);
+    if (dropout) masks_draw<Lanes>(s, c, layout, group, work);
     for (int64_t g = 0; g < group.n; ++g)
       hook_examples_begin(c, group.positions_of(g, s.T), grad, work.hooks(g), group.hooks[g]);
     group_forward<Lanes>(s, c, group, dropout, work);
