@@ -14,7 +14,7 @@
 #include "model/hooks/registry.h"
 #include "model/parameter_layout.h"
 
-// The per-example functions are compiled three times (on_cpu_variant, model/cpu_layers.h),
+// The group's and the example's functions are compiled three times (on_cpu_variant, model/cpu_layers.h),
 // for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the generic target, and
 // cpu_variant_active() picks one (model/cpu_variant.h); the layers of cpu_layers.h are
 // inlined into each so they get the same instructions. The positional hooks' kernels are
@@ -159,7 +159,6 @@ class GroupWorkspace {
     snapshot_floats_ = s.L * snapshots * 3 * TD;
     snapshots_.resize(static_cast<size_t>(group * snapshot_floats_));
   }
-  int64_t group() const { return group_; }
   // Block l's activations and its dropout masks, from example g's.
   struct Block {
     float *normalized1, *rstd1, *attn_in, *qkv, *weights, *mixed, *normalized2, *rstd2, *ff_in, *pre_relu, *hidden;
@@ -202,7 +201,10 @@ class GroupWorkspace {
             at(kTailGradA), at(kTailGradB),       at(kTailGradQkv), at(kTailGradHidden), at(kTailGradPre), at(kTailScratch)};
   }
   // Example g's floats of the positional hooks.
-  float* hooks(int64_t g) { return example_check(g), hooks_.data() + g * hook_floats_; }
+  float* hooks(int64_t g) {
+    example_check(g);
+    return hooks_.data() + g * hook_floats_;
+  }
   // Staged attention, example g's: block l's scores (H, T, T); the gradient at the logits
   // and at the scores (H, T, T) each; the gradient at the attention's input from the hooks
   // (T, D).
