@@ -28,10 +28,19 @@ so the copy-task examples are drawn with torch random ops (duplicates allowed).
                 stacked parameters (elementwise, so each member's own Adam); members of
                 different schemes run different code, so a mixed study is one such group
                 per scheme, one after another
-  vmap-compile  the same function under torch.compile (compiled in the untimed warm-up)
+  vmap-compile  the same function under torch.compile (compiled in the untimed warm-up); on a
+                CUDA device with mode="reduce-overhead" (CUDA graphs, what a GPU user picks for
+                many small kernels), on the CPU with the default mode (--compile-mode to choose)
+On a CUDA device the vmap forms call the step under torch.no_grad(): torch.func.grad differentiates
+inside the step and no outer graph is needed (with grad mode on, torch.compile would also compile a
+backward nobody calls, and CUDA graph trees would wait for it); the CPU keeps grad mode on, as its
+measured numbers were taken.
+The JSON says the form, the compile mode and the untimed warm-up's seconds (torch.compile's
+compilation and CUDA graph recording included), apart from the timed steps.
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -168,9 +177,10 @@ def new_member(args, m, device):
 
 
 def train_eager(args, tokens, targets, device, sync):
-    """Each member alone, one after another: (timed member-step seconds, first loss, last loss)."""
+    """Each member alone, one after another: (timed member-step seconds, untimed warm-up seconds,
+    first loss, last loss)."""
     N, V = tokens.shape[0], args.vocab
-    times, first_loss, loss = [], None, None
+    times, warmup_seconds, first_loss, loss = [], 0.0, None, None
     for m in range(args.members):
         model = new_member(args, m, device)
         opt = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -191,20 +201,26 @@ def train_eager(args, tokens, targets, device, sync):
             t1 = time.perf_counter()
             if step >= args.warmup:
                 times.append(t1 - t0)
+            else:
+                warmup_seconds += t1 - t0
             if first_loss is None:
                 first_loss = loss.item()
-    return times, first_loss, loss.item()
+    return times, warmup_seconds, first_loss, loss.item()
 
 
-def train_vmap(args, tokens, targets, device, sync, compiled):
-    """The members of each scheme as one torch.func ensemble: (per member-step seconds, first
-    loss, last loss). A timed step of a group of G members counts as G member-steps."""
+def train_vmap(args, tokens, targets, device, sync, compile_mode):
+    """The members of each scheme as one torch.func ensemble: (per member-step seconds, untimed
+    warm-up seconds, first loss, last loss). A timed step of a group of G members counts as G
+    member-steps. compile_mode: None (not compiled) or torch.compile's mode."""
     from torch.func import functional_call, grad_and_value, stack_module_state, vmap
     N, V = tokens.shape[0], args.vocab
     groups = {}
     for m in range(args.members):
         groups.setdefault(member_scheme(args, m), []).append(m)
-    times, first_loss, last_loss = [], None, None
+    times, warmup_seconds, first_loss, last_loss = [], 0.0, None, None
+    cuda = device.type == "cuda"
+    graphs = cuda and compile_mode in ("reduce-overhead", "max-autotune")  # CUDA graph trees
+    outer = torch.no_grad if cuda else contextlib.nullcontext  # see the top of this file
     for members in groups.values():
         models = [new_member(args, m, device) for m in members]
         params, buffers = stack_module_state(models)  # [G, ...] leaves that require grad
@@ -218,8 +234,8 @@ def train_vmap(args, tokens, targets, device, sync, compiled):
         step_fn = vmap(grad_and_value(loss_of), in_dims=(0, 0, 0 if per_member_data else None,
                                                          0 if per_member_data else None),
                        randomness="different")
-        if compiled:
-            step_fn = torch.compile(step_fn)
+        if compile_mode is not None:
+            step_fn = torch.compile(step_fn, mode=None if compile_mode == "default" else compile_mode)
         opt = torch.optim.Adam(list(params.values()), lr=args.lr)
         G = len(members)
         for step in range(args.warmup + args.steps):
@@ -230,7 +246,10 @@ def train_vmap(args, tokens, targets, device, sync, compiled):
                 x, y = tokens, targets
             sync()
             t0 = time.perf_counter()
-            grads, losses = step_fn(params, buffers, x, y)
+            if graphs:
+                torch.compiler.cudagraph_mark_step_begin()  # last step's outputs may be overwritten
+            with outer():
+                grads, losses = step_fn(params, buffers, x, y)
             for name, value in params.items():
                 value.grad = grads[name]
             opt.step()
@@ -238,10 +257,12 @@ def train_vmap(args, tokens, targets, device, sync, compiled):
             t1 = time.perf_counter()
             if step >= args.warmup:
                 times.extend([(t1 - t0) / G] * G)
+            else:
+                warmup_seconds += t1 - t0
             if first_loss is None:
                 first_loss = losses[0].item()
         last_loss = losses[-1].item()
-    return times, first_loss, last_loss
+    return times, warmup_seconds, first_loss, last_loss
 
 
 def main():
@@ -268,6 +289,10 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the GPU machine's bench)")
     ap.add_argument("--form", default="eager", choices=["eager", "vmap", "vmap-compile"],
                     help="how the members train (see the top of this file)")
+    ap.add_argument("--compile-mode", default="auto",
+                    choices=["auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"],
+                    help="torch.compile's mode for --form vmap-compile; auto: reduce-overhead (CUDA "
+                         "graphs) on a CUDA device, default on the CPU")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.max_len >= args.context or args.embed % args.heads or args.steps < 1:
@@ -276,7 +301,7 @@ def main():
         ap.error(f"--form {args.form} needs PyTorch 2 (torch.func); this is {torch.__version__}: "
                  "run it with the PyTorch 2.11 that scripts/cuda_build.sh fetches")
     if args.form == "vmap-compile":
-        args.warmup = max(args.warmup, 2)  # the first calls compile
+        args.warmup = max(args.warmup, 2)  # the first calls compile (and record the CUDA graph)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -288,15 +313,26 @@ def main():
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     per_step = tokens.shape[0] if args.batch_size == 0 else args.batch_size
 
+    compile_mode = None
+    if args.form == "vmap-compile":
+        compile_mode = args.compile_mode
+        if compile_mode == "auto":
+            compile_mode = "reduce-overhead" if device.type == "cuda" else "default"
     if args.form == "eager":
-        times, first_loss, last_loss = train_eager(args, tokens, targets, device, sync)
+        times, warmup_seconds, first_loss, last_loss = train_eager(args, tokens, targets, device, sync)
     else:
-        times, first_loss, last_loss = train_vmap(args, tokens, targets, device, sync, args.form == "vmap-compile")
+        times, warmup_seconds, first_loss, last_loss = train_vmap(args, tokens, targets, device, sync, compile_mode)
 
     total = sum(times)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     result = {
         "tool": "pytorch-" + args.form,
+        "form": args.form,
+        "compile_mode": compile_mode,  # None: not compiled
+        # The untimed warm-up steps, all members (or groups) together: torch.compile's
+        # compilation and CUDA graph recording for vmap-compile.
+        "warmup_seconds": warmup_seconds,
+        "timed_seconds": total,
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
@@ -322,6 +358,12 @@ def main():
           f"median {result['step_seconds_median'] * 1e3:.3f} ms")
     print(f"  {result['member_steps_per_second']:.1f} member-steps/s, "
           f"{result['examples_per_second']:.0f} examples/s, {result['tokens_per_second']:.0f} tokens/s")
+    if compile_mode is not None and device.type == "cuda":
+        from torch._dynamo.utils import counters
+        # Where torch.compile could not use CUDA graphs (it runs on without them, slower).
+        result["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
+    print(f"  warm-up (untimed{', compile included, mode ' + compile_mode if compile_mode else ''}): "
+          f"{warmup_seconds:.2f} s")
     print(f"  peak RSS {rss_mib:.1f} MiB; loss first {first_loss:.4f}, last {last_loss:.4f} "
           f"(last member)")
     if args.json:

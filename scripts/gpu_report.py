@@ -3,7 +3,8 @@
 
     gpu_report.py stage SUMMARY NAME EXIT_CODE SECONDS   append a stage's outcome
     gpu_report.py env SUMMARY                             the machine: GPU, driver, versions, ABI
-    gpu_report.py bench OUT                               bench.json from copytask's and the baseline's JSON
+    gpu_report.py bench OUT                               bench.json from copytask's and the baseline's JSON,
+                                                          and the PyTorch 2 peers' folded in (again after each)
     gpu_report.py study SUMMARY RUN_JSON SECONDS          the reference study's run.json and wall time
     gpu_report.py print SUMMARY                           one line per stage
 """
@@ -67,7 +68,77 @@ def fp32_peak(name):
     return None
 
 
+# The PyTorch 2 peers of cases 2 and 3, each form of scripts/baseline_pytorch.py against the
+# same copytask case: eager is the case's own baseline (b2.json, b3.json); the others come as
+# b2-FORM.json and b3-FORM.json. The goals: copytask at least 30 times eager (one model after
+# another) and 3 times the torch.func ensemble under torch.compile with CUDA graphs
+# (mode="reduce-overhead", what the baseline picks on a CUDA device).
+PEER_CASES = ((1, "2"), (2, "3"))  # index in cases, the baseline's file key
+PEER_FORMS = ("eager", "vmap", "vmap-compile")
+PEER_GOALS = {"eager": 30.0, "vmap-compile": 3.0}
+
+
+def peer_row(case, form, baseline):
+    row = {"case": case["case"], "form": form, "goal": PEER_GOALS.get(form)}
+    if baseline is None:
+        row.update({"status": "not run", "ratio": None, "goal_met": None})
+        return row
+    ratio = case["copytask"]["member_steps_per_second"] / baseline["member_steps_per_second"]
+    row.update({"status": "ok", "compile_mode": baseline.get("compile_mode"), "torch": baseline.get("torch"),
+                "member_steps_per_second": baseline["member_steps_per_second"],
+                "warmup_seconds": baseline.get("warmup_seconds"),  # compile and CUDA graph recording included
+                "cudagraph_skips": baseline.get("cudagraph_skips"),
+                "copytask_member_steps_per_second": case["copytask"]["member_steps_per_second"],
+                "ratio": ratio, "goal_met": ratio >= row["goal"] if row["goal"] else None,
+                "baseline": baseline})
+    return row
+
+
+def fold_peers(out, record):
+    """The peers' rows into record["peers"], from the files there are (each then removed) or
+    from an earlier fold; a form with neither is "not run"."""
+    earlier = {(p["case"], p["form"]): p for p in record.get("peers", [])}
+    peers, folded = [], []
+    for index, key in PEER_CASES:
+        case = record["cases"][index]
+        for form in PEER_FORMS:
+            path = os.path.join(out, "b%s-%s.json" % (key, form))
+            if form == "eager":
+                baseline = case["baseline"]
+            elif os.path.exists(path):
+                baseline = load(path)
+                folded.append(path)
+            else:
+                baseline = earlier.get((case["case"], form), {}).get("baseline")
+            peers.append(peer_row(case, form, baseline))
+    record["peers"] = peers
+    print("%-40s %-13s %-16s %16s %10s %8s   goal" % ("PyTorch peer", "form", "compile mode", "peer", "warm-up",
+                                                       "copytask"))
+    for p in peers:
+        if p["status"] != "ok":
+            print("%-40s %-13s %-16s %16s" % (p["case"], p["form"], "", "not run"))
+            continue
+        warmup = "%9.1fs" % p["warmup_seconds"] if p["warmup_seconds"] is not None else "%10s" % "?"
+        goal = (">= %gx: %s" % (p["goal"], "met" if p["goal_met"] else "NOT met")) if p["goal"] else ""
+        print("%-40s %-13s %-16s %10.2f m-s/s %s %7.2fx   %s" % (p["case"], p["form"], p["compile_mode"] or "-",
+                                                               p["member_steps_per_second"], warmup, p["ratio"], goal))
+    return folded
+
+
 def bench(out):
+    """bench.json from the case files (c1-c4, b1-b3), then the peers' files folded in. Without the
+    case files (gpu_run.sh calls it again after each peer), the peers are folded into the
+    bench.json there is."""
+    path = os.path.join(out, "bench.json")
+    if not os.path.exists(os.path.join(out, "c1.json")):
+        if not os.path.exists(path):
+            sys.exit("gpu_report bench: neither the case files (c1.json ...) nor bench.json in " + out)
+        record = load(path)
+        done = fold_peers(out, record)
+        save(path, record)
+        for name in done:
+            os.remove(name)
+        return
     cases = []
     # Case 4 is case 3 with the CUDA graph off: the same baseline, and the graph's own gain.
     for key, base, label in (("1", "1", "reference, full batch, 1 member"), ("2", "2", "quick, batch 128, 18 members"),
@@ -103,7 +174,10 @@ def bench(out):
         for kernel in profile["kernels"][:10]:
             print("  %5.1f%% %8.3f ms %5.1f calls  %.110s" % (100 * kernel["share"], 1e3 * kernel["seconds_per_step"],
                                                           kernel["calls_per_step"], kernel["name"]))
-    save(os.path.join(out, "bench.json"), record)
+    done = fold_peers(out, record)
+    save(path, record)
+    for name in done:
+        os.remove(name)
     for key in "1234":
         os.remove(os.path.join(out, "c%s.json" % key))
     for key in "123":

@@ -18,7 +18,10 @@
 #       bench      copytask bench on the GPU beside the PyTorch baseline on the same GPU, and the
 #                  reference study's step uncaptured too (the CUDA graph's gain), profiled
 #                  (its kernels by time, trace.json) -> bench.json, with the step's FLOP rate
-#                  as a share of the GPU's FP32 peak
+#                  as a share of the GPU's FP32 peak; then the PyTorch 2 peers of the quick and
+#                  reference-study cases on the same GPU (the members of each scheme as a
+#                  torch.func vmap ensemble, and that under torch.compile with CUDA graphs,
+#                  mode="reduce-overhead"), each folded into bench.json's peers as it ends
 #       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, trace.json, study_results.json, smoke_token.json,
@@ -107,6 +110,14 @@ for name in "${stages[@]}"; do
         '$python' scripts/compare_results.py /tmp/copytask-smoke-cpu/results.json /tmp/copytask-smoke-gpu/results.json \
           --labels CPU GPU --metric final_loss --tolerance 0.01 --strict --json $out/smoke_loss.json" ;;
     bench)
+      # The peers after the cases, bench.json written first and again after each peer (its
+      # file folded in and removed, so $out stays within the 8 files the device tool brings
+      # back): a peer that fails or runs out of time leaves the rest, shown "not run", and
+      # the stage fails. Their cost is torch.compile's: vmap-compile compiles once for each
+      # of the 6 schemes' ensembles and records its CUDA graph in the untimed warm-up (2
+      # steps, its seconds in bench.json), a minute or more for the 30-member full batch; a
+      # timed steps are short beside that, so 5 of them (the eager study's count) are enough
+      # there, and the quick case keeps the eager one's 3 + 20.
       stage bench 600 "set -e
         b='$copytask'
         \$b bench --config configs/reference.json train.seeds=[0] train.device=cuda --warmup 3 --steps 20 --json $out/c1.json
@@ -117,7 +128,21 @@ for name in "${stages[@]}"; do
         '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/b3.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.cuda_graph=false --warmup 3 --steps 20 \\
           --profile $out/trace.json --json $out/c4.json
-        '$python' $report bench $out" ;;
+        '$python' $report bench $out
+        failed=0
+        peer() {
+          local name=\$1
+          shift
+          '$python' scripts/baseline_pytorch.py --device cuda \"\$@\" --json $out/\$name.json || { echo \"peer \$name failed\"; failed=1; }
+          '$python' $report bench $out
+        }
+        for form in vmap vmap-compile; do
+          peer b2-\$form --form \$form --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20
+        done
+        for form in vmap vmap-compile; do
+          peer b3-\$form --form \$form --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 2 --steps 5
+        done
+        exit \$failed" ;;
     study)
       stage study 600 "set -e
         rm -rf /tmp/copytask-reference-gpu

@@ -4,6 +4,12 @@
 # baseline, tiny and on the CPU) write the case files under the names gpu_run.sh gives them,
 # then bench.json must hold every case, the ratios, the CUDA graph's gain and the share of
 # the device's FP32 peak computed from the step's FLOP rate, and the case files be gone.
+# Then the PyTorch 2 peers, folded in one at a time as gpu_run.sh does (tiny, on the CPU, on
+# the PyTorch 2.11 that scripts/cuda_build.sh keeps in its cache, when it is there; never
+# fetched here): vmap for both cases and vmap-compile for the quick one (torch.compile's
+# default mode: CUDA graphs need a GPU); the study's vmap-compile is left out (a second
+# compile, 15 to 40 s on 2 cores), so its row must say "not run". Without that PyTorch only
+# the eager rows are checked, and every other row must say "not run".
 #   tests/scripts/gpu_report_test.sh SOURCE_DIR COPYTASK
 set -euo pipefail
 source_dir=$1
@@ -37,9 +43,27 @@ case["profile"] = {"trace": "trace.json", "steps": 3, "kernel_seconds_per_step":
 json.dump(case, open(sys.argv[1], "w"))
 PY
 "$python" scripts/gpu_report.py bench "$dir"
-"$python" - "$dir" <<'PY'
+cache=${COPYTASK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/copytask}
+torch2=$cache/torch-2.11.0-cu130/bin/python3
+if [ -x "$torch2" ] && "$torch2" -c 'import torch.func' 2> /dev/null; then
+  peer() {
+    local name=$1
+    shift
+    OMP_NUM_THREADS=2 "$torch2" scripts/baseline_pytorch.py --members 2 --batch-size 32 --train-examples 360 --embed 8 \
+      --hidden 16 --warmup 0 --steps 2 "$@" --json "$dir/$name.json" > "$dir/log-$name" 2>&1 || { cat "$dir/log-$name"; exit 1; }
+    "$python" scripts/gpu_report.py bench "$dir" > /dev/null
+  }
+  peer b2-vmap --form vmap
+  peer b3-vmap --form vmap
+  peer b2-vmap-compile --form vmap-compile
+  peers="b2-vmap b3-vmap b2-vmap-compile"
+else
+  echo "gpu_report: no PyTorch 2 at $torch2 (scripts/cuda_build.sh --wheel-only): the vmap peers not rehearsed"
+  peers=""
+fi
+"$python" - "$dir" "$peers" <<'PY'
 import json, os, sys
-out = sys.argv[1]
+out, ran = sys.argv[1], sys.argv[2].split()
 bench = json.load(open(os.path.join(out, "bench.json")))
 assert bench["device"] == "NVIDIA H100 80GB HBM3", bench["device"]
 assert len(bench["cases"]) == 4, len(bench["cases"])
@@ -53,7 +77,31 @@ assert abs(bench["cuda_graph_gain"] - study["member_steps_per_second"] / uncaptu
 assert bench["fp32_peak_flops_per_second"] == 66.9e12
 assert abs(bench["fraction_of_fp32_peak"] - study["flops_per_second"] / 66.9e12) < 1e-15
 assert bench["profile"]["kernels"][0]["name"] == "gemm", bench.get("profile")
+# The peers: eager is each case's own baseline; the rest as far as they ran, else "not run".
+peers = bench["peers"]
+assert [(p["case"], p["form"]) for p in peers] == [(bench["cases"][i]["case"], form) for i in (1, 2)
+                                                   for form in ("eager", "vmap", "vmap-compile")], peers
+for p in peers:
+    index = 1 if p["case"] == bench["cases"][1]["case"] else 2
+    key = "b%d-%s" % (index + 1, p["form"])
+    assert p["goal"] == {"eager": 30.0, "vmap-compile": 3.0}.get(p["form"]), p
+    if p["form"] != "eager" and key not in ran:
+        assert p["status"] == "not run" and p["ratio"] is None, p
+        continue
+    assert p["status"] == "ok", p
+    copytask = bench["cases"][index]["copytask"]["member_steps_per_second"]
+    assert p["copytask_member_steps_per_second"] == copytask
+    assert abs(p["ratio"] - copytask / p["member_steps_per_second"]) < 1e-9 * p["ratio"], p
+    assert p["goal_met"] == (p["ratio"] >= p["goal"] if p["goal"] else None), p
+    assert p["baseline"]["form"] == p["form"] and p["warmup_seconds"] == p["baseline"]["warmup_seconds"], p
+    if p["form"] == "eager":
+        assert p["baseline"] == bench["cases"][index]["baseline"]
+        assert abs(p["ratio"] - bench["cases"][index]["ratio"]) < 1e-12 * p["ratio"]
+    assert p["compile_mode"] == ("default" if p["form"] == "vmap-compile" else None), p
+    if p["form"] == "vmap-compile":
+        assert p["warmup_seconds"] > 1, p  # torch.compile's compilation, outside the timed steps
 left = sorted(f for f in os.listdir(out) if f[0] in "bc" and f != "bench.json")
 assert not left, left
-print("gpu_report bench: 4 cases, the graph's gain, the FP32 share as computed and the profile carried")
+print("gpu_report bench: 4 cases, the graph's gain, the FP32 share as computed and the profile carried; "
+      "peers: eager, %s as run, the rest not run" % (", ".join(ran) or "none other"))
 PY
