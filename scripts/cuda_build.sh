@@ -103,12 +103,15 @@ say "built in $((SECONDS - start)) s"
 arch_list=$(sed -n 's/^TORCH_CUDA_ARCH_LIST:STRING=//p' "$build/CMakeCache.txt")
 [ -n "$arch_list" ] || arch_list=${TORCH_CUDA_ARCH_LIST:-}
 expected=$(tr ' ;' '\n\n' <<<"$arch_list" | sed -n 's/^\([0-9]*\)\.\([0-9]*\).*/sm_\1\2/p' | sort -u | xargs)
-kernel_object=$(find "$build" -name 'dropout_stream_kernel.cu.o' | head -1)
-[ -n "$kernel_object" ] || fail "no object of src/model/dropout_stream_kernel.cu in $build"
-compiled=$(strings "$kernel_object" | grep -oE '^sm_[0-9]+a?$|sm_[0-9]+a?' | sort -u | xargs)
-[ -n "$expected" ] && [ "$compiled" = "$expected" ] ||
-  fail "the CUDA kernel was compiled for '$compiled', not for TORCH_CUDA_ARCH_LIST '$arch_list' ($expected)"
-say "the CUDA kernel compiled for $compiled (TORCH_CUDA_ARCH_LIST $arch_list)"
+# Every .cu of src/kernels/ has its object (the one rule of CMakeLists.txt compiled it).
+for source in src/kernels/*.cu; do
+  kernel_object=$(find "$build" -name "$(basename "$source").o" | head -1)
+  [ -n "$kernel_object" ] || fail "no object of $source in $build: copytask's CUDA kernels were not compiled"
+  compiled=$(strings "$kernel_object" | grep -oE '^sm_[0-9]+a?$|sm_[0-9]+a?' | sort -u | xargs)
+  [ -n "$expected" ] && [ "$compiled" = "$expected" ] ||
+    fail "$source was compiled for '$compiled', not for TORCH_CUDA_ARCH_LIST '$arch_list' ($expected)"
+  say "$source compiled for $compiled (TORCH_CUDA_ARCH_LIST $arch_list)"
+done
 
 # 3. The libraries: LibTorch's CUDA half linked, every libtorch*/libc10* from the wheel, and
 # the C++ runtime named before LibTorch (CMakeLists.txt, copytask_runtime_first).

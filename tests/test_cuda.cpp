@@ -92,7 +92,7 @@ TEST(Cuda, CpuAndCudaGiveTheSameLossAndGradients) {
   EXPECT_LT(worst, 1e-4);
 }
 
-// On the GPU the masks come from copytask's kernel (model/dropout_stream_kernel.cu) where the
+// On the GPU the masks come from copytask's kernel (kernels/dropout_stream_kernel.cu) where the
 // build has it (CMake says "copytask's CUDA kernels: ON"), else from tensor operations.
 TEST(Cuda, TheDropoutStreamOnTheGpuEqualsTheCpusElementForElement) {
   COPYTASK_REQUIRE_CUDA();

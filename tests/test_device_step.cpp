@@ -1,7 +1,7 @@
 // The GPU's training step with its state on the device (train/device_step.h), checked on
 // the CPU where it runs uncaptured: Adam with its step count on the device against
 // torch::optim::Adam; the dropout keys computed on the device, and the GPU kernel's mask of
-// one element (model/dropout_bits.h), against the host's stream; and the whole step against
+// one element (kernels/dropout_bits.h), against the host's stream; and the whole step against
 // the AutogradStep, step by step. (The captured step against the uncaptured one,
 // and the kernel itself, need a GPU: tests/test_cuda.cpp.) And the FLOP count the bench
 // divides by the step time to give the rate a GPU step achieves.
@@ -73,7 +73,7 @@ TEST(DeviceStep, DropoutKeysFromTheDevicesStepCountAreTheStreams) {
     for (size_t m = 0; m < member_keys.size(); ++m) {
       EXPECT_EQ(static_cast<uint64_t>(on_device[static_cast<int64_t>(m)].item<int64_t>()), stream.step_keys[m])
           << "step " << step << " member " << m;
-      // The GPU kernel's element-by-element mask (model/dropout_bits.h) is fill()'s.
+      // The GPU kernel's element-by-element mask (kernels/dropout_bits.h) is fill()'s.
       std::vector<float> row(1003);
       stream.fill(static_cast<int64_t>(m), 5, 1003, row.data());
       int64_t differing = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // The dropout stream's arithmetic (model/dropout_stream.h), in one place for the CPU's
-// DropoutStream::fill and the GPU's kernel (model/dropout_stream_kernel.cu), so both draw
+// DropoutStream::fill and the GPU's kernel (kernels/dropout_stream_kernel.cu), so both draw
 // the same masks by construction. No LibTorch here: nvcc compiles it too.
 #include <cstdint>
 

@@ -1,10 +1,10 @@
-#include "model/dropout_stream_kernel.h"
+#include "kernels/dropout_stream_kernel.h"
 
 #include <algorithm>
 
 #include <cuda_runtime.h>
 
-#include "model/dropout_bits.h"
+#include "kernels/dropout_bits.h"
 
 namespace copytask {
 namespace {

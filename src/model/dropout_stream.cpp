@@ -4,11 +4,12 @@
 
 #include <torch/torch.h>
 
-#ifdef COPYTASK_CUDA_KERNELS
+#include "kernels/cuda_switch.h"
+#if COPYTASK_CUDA_KERNELS()
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "model/dropout_stream_kernel.h"
+#include "kernels/dropout_stream_kernel.h"
 #endif
 
 namespace copytask {
@@ -46,9 +47,9 @@ torch::Tensor dropout_stream_masks(const DropoutStream& stream, int64_t first, i
 torch::Tensor dropout_stream_masks(const torch::Tensor& step_keys, uint32_t threshold, float kept_value, int64_t first,
                                    int64_t count) {
   const int64_t M = step_keys.size(0);
-#ifdef COPYTASK_CUDA_KERNELS
+#if COPYTASK_CUDA_KERNELS()
   if (step_keys.is_cuda()) {
-    // One kernel writes every mask (model/dropout_stream_kernel.cu), on the current stream.
+    // One kernel writes every mask (kernels/dropout_stream_kernel.cu), on the current stream.
     const c10::cuda::CUDAGuard on_device(step_keys.device());
     const auto keys = step_keys.contiguous();
     auto out = torch::empty({M, count}, torch::TensorOptions().dtype(torch::kFloat32).device(step_keys.device()));

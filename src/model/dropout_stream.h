@@ -16,7 +16,7 @@
 
 #include <torch/types.h>
 
-#include "model/dropout_bits.h"
+#include "kernels/dropout_bits.h"
 #include "util/splitmix.h"
 
 namespace copytask {

@@ -331,16 +331,20 @@ DropoutMasks EncoderImpl::dropout_masks(int64_t batch, bool with_buffer) {
   return DropoutMasks(std::move(buffer), layout, std::move(stream));
 }
 
-DropoutMasks EncoderImpl::dropout_masks_at(int64_t batch, const torch::Tensor& step) {
-  DropoutLayout layout(shape_, batch);
-  // The stream's threshold and kept value (keys unused: they come from the device's step).
-  const DropoutStream rates({}, 0, shape_.dropout);
+torch::Tensor EncoderImpl::dropout_step_keys_at(const torch::Tensor& step) {
   if (!dropout_key_tensor_.defined()) {
     std::vector<int64_t> keys;
     for (uint64_t key : dropout_keys_) keys.push_back(static_cast<int64_t>(key));
     dropout_key_tensor_ = torch::tensor(keys, torch::kLong).to(device_);  // (M)
   }
-  const auto step_keys = dropout_step_keys(dropout_key_tensor_, step);  // (M)
+  return dropout_step_keys(dropout_key_tensor_, step);  // (M)
+}
+
+DropoutMasks EncoderImpl::dropout_masks_at(int64_t batch, const torch::Tensor& step) {
+  DropoutLayout layout(shape_, batch);
+  // The stream's threshold and kept value (keys unused: they come from the device's step).
+  const DropoutStream rates({}, 0, shape_.dropout);
+  const auto step_keys = dropout_step_keys_at(step);  // (M)
   return DropoutMasks(dropout_stream_masks(step_keys, rates.threshold, rates.kept_value, 0, layout.row()), layout);  // (M, S)
 }
 

@@ -141,6 +141,9 @@ class EncoderImpl : public torch::nn::Module {
   // dropout_masks calls go on from there. next_dropout_step(): the step dropout_masks
   // draws next.
   DropoutMasks dropout_masks_at(int64_t batch, const torch::Tensor& step);
+  // The key of each member's stream at that step (M) int64, on the device: the masks' keys
+  // (model/dropout_stream.h), for a kernel that draws its masks itself (model/fused_gpu.h).
+  torch::Tensor dropout_step_keys_at(const torch::Tensor& step);
   int64_t next_dropout_step() const { return static_cast<int64_t>(dropout_steps_); }
   void skip_dropout_steps(int64_t steps) { dropout_steps_ += static_cast<uint64_t>(steps); }
 

@@ -30,7 +30,7 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
   const std::unique_ptr<TrainingStep> step = training_step_make(model, data, config.train);
   TrainingStep& training_step = *step;
   // A CUDA graph is captured after its warm-up steps: neither they nor the capture are timed.
-  if (training_step.name() == "CUDA graph") warmup = std::max(warmup, DeviceStep::kWarmupSteps + 1);
+  if (training_step.name().find("CUDA graph") != std::string::npos) warmup = std::max(warmup, DeviceStep::kWarmupSteps + 1);
 
   // Reading the loss waits for the step to finish (on a GPU too), so each time is a whole step.
   const auto run_step = [&] { training_step.run().sum().item<double>(); };

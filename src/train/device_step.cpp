@@ -8,7 +8,8 @@
 
 namespace copytask {
 
-DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture)
+DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture,
+                       DeviceStepKernels kernels, const FusedGpuExecution& execution)
     : model_(model),
       batches_(model->members(), data, train.batch_size),
       members_(model->member_count()),
@@ -23,11 +24,16 @@ DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig&
     positions_buffer_ = torch::zeros({M, B, T}, torch::TensorOptions().dtype(torch::kLong).device(device));  // (M, B, T)
   dropout_step_ = torch::full({}, model->next_dropout_step(), torch::TensorOptions().dtype(torch::kLong).device(device));
   member_loss_ = torch::zeros({M}, torch::TensorOptions().device(device));  // (M)
+  if (kernels == DeviceStepKernels::fused) fused_ = std::make_unique<FusedGpuKernels>(*model, B, T, execution);
 }
 
 DeviceStep::~DeviceStep() = default;
 
-std::string DeviceStep::name() const { return capture_ && capture_failure_.empty() ? "CUDA graph" : "autograd"; }
+std::string DeviceStep::name() const {
+  const bool captured = capture_ && capture_failure_.empty();
+  if (fused_) return captured ? "fused GPU, CUDA graph" : "fused GPU";
+  return captured ? "CUDA graph" : "autograd";
+}
 
 std::string DeviceStep::fallback_reason() const {
   return capture_failure_.empty() ? "" : "the CUDA graph's capture failed (" + capture_failure_ + ")";
@@ -40,6 +46,20 @@ void DeviceStep::forget_gradients() {
 void DeviceStep::work() {
   const int64_t B = batches_.batch_size();
   const StepBatch batch = batches_.full_batch() ? batches_.full() : batches_.at_rows(rows_);  // (M, B, T)
+  if (fused_) {
+    // The kernels: the tables as inputs, their gradients on to the schemes' parameters.
+    const PositionalTables tables = model_->positional_tables(model_->table_positions(positions_));
+    const torch::Tensor keys = model_->shape().dropout > 0 ? model_->dropout_step_keys_at(dropout_step_) : torch::Tensor();
+    PositionalTables table_grads;
+    const torch::Tensor loss = fused_->loss_backward(tables, batch.inputs, batch.targets, positions_buffer_, keys,
+                                                     &table_grads);  // (M)
+    if (tables.any_learned()) model_->positional_backward(tables, table_grads);
+    adam_.step();
+    torch::NoGradGuard no_grad;
+    dropout_step_.add_(1);
+    member_loss_.copy_(loss);
+    return;
+  }
   std::optional<DropoutMasks> masks;
   if (model_->shape().dropout > 0) masks.emplace(model_->dropout_masks_at(B, dropout_step_));
   auto logits = model_->forward(batch.inputs, masks ? &*masks : nullptr, nullptr, positions_buffer_);  // (M, B, T, V)

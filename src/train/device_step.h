@@ -25,6 +25,7 @@
 #include <torch/types.h>
 
 #include "model/encoder.h"
+#include "model/fused_gpu.h"
 #include "train/cuda_graph.h"
 #include "train/device_adam.h"
 #include "train/step_batches.h"
@@ -32,18 +33,26 @@
 
 namespace copytask {
 
+// Which forward and backward a DeviceStep runs: LibTorch's autograd, op by op, or the fused
+// GPU step's kernels (model/fused_gpu.h: the whole batch's forward and backward in one
+// launch; for a model on the CPU, their emulation, which the tests run).
+enum class DeviceStepKernels { autograd, fused };
+
 class DeviceStep final : public TrainingStep {
  public:
   static constexpr int64_t kWarmupSteps = 3;
   // capture: replay the step as a CUDA graph after the warm-up (train.cuda_graph on a GPU
   // whose LibTorch can capture, training_step_make decides); false: every step uncaptured.
-  DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture);
+  // kernels, execution: as above; fused needs fused_gpu_unsupported(model, T) to be empty.
+  DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture,
+             DeviceStepKernels kernels = DeviceStepKernels::autograd, const FusedGpuExecution& execution = {});
   ~DeviceStep() override;
   // One step; returns each member's loss (M), a fresh tensor (reading it syncs a GPU).
   torch::Tensor run() override;
   void set_lr(double lr) override { adam_.set_lr(lr); }
   // "CUDA graph" while the step is (or will be, after the warm-up) a replayed graph, else
-  // "autograd": uncaptured from the start, or since its capture failed.
+  // "autograd": uncaptured from the start, or since its capture failed; with the fused
+  // kernels "fused GPU, CUDA graph" and "fused GPU".
   std::string name() const override;
   // Why the capture failed, when it did ("" otherwise).
   std::string fallback_reason() const override;
@@ -62,6 +71,7 @@ class DeviceStep final : public TrainingStep {
   StepBatches batches_;
   int64_t members_, positions_;
   bool capture_;
+  std::unique_ptr<FusedGpuKernels> fused_;  // the fused kernels' buffers, or null: autograd
   std::string capture_failure_;
   DeviceAdam adam_;
   std::unique_ptr<CudaGraph> graph_;

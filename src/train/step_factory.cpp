@@ -2,10 +2,12 @@
 #include "train/step_factory.h"
 
 #include "model/fused_cpu.h"
+#include "model/fused_gpu.h"
 #include "train/autograd_step.h"
 #include "train/cuda_graph.h"
 #include "train/device_step.h"
 #include "train/fused_cpu_step.h"
+#include "train/train_data.h"
 
 namespace copytask {
 
@@ -14,14 +16,26 @@ std::string training_step_refusal(const TrainConfig& train, const c10::Device& d
     return "train.step = \"fused\": the fused step runs on the CPU only, and train.device resolves to " +
            device.str() + " here; set train.step=auto (the GPU's device step) or train.step=autograd, or "
            "train.device=cpu";
+  if (train.step == "fused-gpu" && !device.is_cuda())
+    return "train.step = \"fused-gpu\": the fused GPU step runs on a GPU only, and train.device resolves to " +
+           device.str() + " here; set train.step=auto (the CPU's fused step) or train.device=cuda on a machine "
+           "with an NVIDIA GPU and a CUDA build (docs/gpu.md)";
   return "";
 }
 
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train) {
-  if (train.step != "auto" && train.step != "fused" && train.step != "autograd")
-    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused or autograd");
+  if (train.step != "auto" && train.step != "fused" && train.step != "fused-gpu" && train.step != "autograd")
+    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused, fused-gpu or autograd");
   const std::string refusal = training_step_refusal(train, model->device());
   if (!refusal.empty()) throw ConfigError(refusal);
+  if (train.step == "fused-gpu") {
+    const std::string unsupported = fused_gpu_unsupported(*model, data.train_inputs.size(1));
+    if (!unsupported.empty())
+      throw ConfigError("train.step = \"fused-gpu\": the fused GPU step cannot run this model (" + unsupported +
+                        "); set train.step=auto to train it on the device step");
+    const bool capture = train.cuda_graph && cuda_graph_unavailable().empty();
+    return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused);
+  }
   if (model->device().is_cuda()) {
     // train.step = autograd on a GPU: the same device step, never captured.
     const bool capture = train.step == "auto" && train.cuda_graph && cuda_graph_unavailable().empty();

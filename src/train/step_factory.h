@@ -21,11 +21,15 @@ struct TrainData;
 //             empty, else the AutogradStep, whose fallback_reason says why
 //   fused     the FusedCpuStep; a ConfigError saying why where it cannot run (a GPU, or
 //             what fused_cpu_unsupported says), never a silent fallback
+//   fused-gpu the DeviceStep with the fused GPU step's kernels (model/fused_gpu.h), captured
+//             as auto's; a ConfigError where it cannot run (the CPU, or what
+//             fused_gpu_unsupported says)
 //   autograd  on the CPU the AutogradStep; on a GPU the DeviceStep uncaptured (the same
 //             ops, its Adam on the device). No fallback_reason: nothing faster was meant
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train);
 
-// Why train.step cannot train on `device` at all ("" when it can): "fused" on a GPU. A
+// Why train.step cannot train on `device` at all ("" when it can): "fused" on a GPU,
+// "fused-gpu" on the CPU. A
 // ConfigError's text, naming the key and what to set instead. The commands check it before
 // any work (study_check_training_steps); training_step_make throws it too.
 std::string training_step_refusal(const TrainConfig& train, const c10::Device& device);

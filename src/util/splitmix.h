@@ -3,12 +3,7 @@
 // counter-based stream of copytask (dropout masks, position IDs, per-member seeds).
 #include <cstdint>
 
-// Functions the GPU's kernels share with the CPU (compiled by nvcc as well as g++).
-#if defined(__CUDACC__)
-#define COPYTASK_HOST_DEVICE __host__ __device__
-#else
-#define COPYTASK_HOST_DEVICE
-#endif
+#include "util/host_device.h"
 
 namespace copytask {
 

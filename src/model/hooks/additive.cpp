@@ -64,6 +64,7 @@ class AdditiveHook : public Hook {
     // x (M, B, T, D) + (M, 1|B, T, D)
     state.x = state.x + (state.per_example ? table.stacked : table.stacked.unsqueeze(1));
   }
+  KernelTableForm kernel_form() const override { return KernelTableForm::embedding_rows; }
   std::unique_ptr<cpu::CpuHook> cpu(const CpuHookMaking& making) const override {
     return std::make_unique<CpuAdditive>(making);
   }

@@ -6,6 +6,8 @@
 //     gather of each example's rows,
 //   - its forward and backward on the fused CPU step (cpu(), model/hooks/cpu_hook.h), the
 //     gather and the scatter of its table's gradient there,
+//   - the form of its table that the fused GPU step's kernel reads (kernel_form(),
+//     kernels/fused_step.h), where the kernel has one,
 //   - and what positional.json shows of it (describe).
 // The model, the fused CPU step and the analysis call the hooks at their sites through this
 // interface and never by name, so a new hook is its file plus one line in
@@ -40,6 +42,17 @@ struct Shape;
 }  // namespace cpu
 
 enum class HookSite { embedding, query_key, scores, softmax };
+
+// What the fused GPU step's kernel (kernels/fused_step.h, model/fused_gpu.h) reads of a hook:
+// its table in one layout, gathered there at each example's position IDs, and the table's
+// gradient it returns. The kernel implements these forms, not hooks by name; a hook without
+// one (none) keeps its members on the device step, which runs the hook's LibTorch `apply`.
+enum class KernelTableForm {
+  none,
+  embedding_rows,  // (P, D) rows added to the token embeddings
+  pair_angles,     // (P, Dh/2) angles turning q's and k's pairs (2i, 2i+1) of every head
+  score_bias,      // (H, P, P) added to each head's logits
+};
 
 // One hook's tables for the members of a batch.
 struct HookTable {
@@ -133,6 +146,9 @@ class Hook {
 
   // The fused CPU step: this member's kernel for one step (model/hooks/cpu_hook.h).
   virtual std::unique_ptr<cpu::CpuHook> cpu(const CpuHookMaking& making) const = 0;
+
+  // The fused GPU step: the form in which its kernel reads this hook's table (above).
+  virtual KernelTableForm kernel_form() const { return KernelTableForm::none; }
 
   // positional.json: what a reader wants of a member's table, added to its entry.
   virtual void describe(const HookDescription& member, nlohmann::json& out) const {}

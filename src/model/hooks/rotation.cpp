@@ -129,6 +129,7 @@ class RotationHook : public Hook {
     state.q = rotate_pairs(state.q, cos, sin);
     state.k = rotate_pairs(state.k, cos, sin);
   }
+  KernelTableForm kernel_form() const override { return KernelTableForm::pair_angles; }
   std::unique_ptr<cpu::CpuHook> cpu(const CpuHookMaking& making) const override {
     return std::make_unique<cpu::CpuRotation>(making);
   }

@@ -83,6 +83,7 @@ class ScoreBiasHook : public Hook {
     state.bias = state.per_example ? table.stacked : table.stacked.unsqueeze(1);  // (M, 1|B, H, T, T)
     state.logits = state.logits + state.bias;
   }
+  KernelTableForm kernel_form() const override { return KernelTableForm::score_bias; }
   std::unique_ptr<cpu::CpuHook> cpu(const CpuHookMaking& making) const override {
     return std::make_unique<cpu::CpuScoreBias>(making);
   }

@@ -1,0 +1,728 @@
+#pragma once
+// The fused GPU step's body (kernels/fused_step.h): what one thread block does for its
+// (member, partition), and what the sum kernel does for one float, written once for the GPU
+// and for the CPU's emulation (kernels/block_threads.h). One function per layer's forward
+// and one per its backward (llm.c's layout), each a phase or two of independent items;
+// nothing here knows whether it runs on a GPU.
+//
+// Items: a row r of the tile (layer norms, the loss), a (row, element) pair (the elementwise
+// layers), a 4 x 4 tile of a product's outputs (the linear layers), a (example, head, query)
+// or (example, head, key) of the attention, a float of a weight gradient. Every output is
+// made by one item, its sum in a fixed order: a product's over k ascending, a weight
+// gradient's over the tile's rows in order, continuing the running sum the partition's slice
+// of `partial` holds, so the gradient is the same sum row after row whatever the tile.
+//
+// Shapes of one tile: n <= E examples, R = n T rows; q | k | v of a row are 3D floats, head h
+// at columns h Dh of each third; attention matrices (H, T, T) per example, row = query i,
+// column = key j. Parameters are (in, out) row-major, as the encoder stores them.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/block_threads.h"
+#include "kernels/dropout_bits.h"
+#include "kernels/fused_step.h"
+
+namespace copytask::kernels {
+
+// ---- Small pieces -----------------------------------------------------------------------
+
+COPYTASK_HOST_DEVICE inline float fma_of(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+COPYTASK_HOST_DEVICE inline float exp_of(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+COPYTASK_HOST_DEVICE inline float log_of(float x) {
+#if defined(__CUDA_ARCH__)
+  return logf(x);
+#else
+  return std::log(x);
+#endif
+}
+COPYTASK_HOST_DEVICE inline float sqrt_of(float x) {
+#if defined(__CUDA_ARCH__)
+  return sqrtf(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+COPYTASK_HOST_DEVICE inline int min_of(int a, int b) { return a < b ? a : b; }
+COPYTASK_HOST_DEVICE inline float negative_infinity() {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(0xff800000);
+#else
+  return -std::numeric_limits<float>::infinity();
+#endif
+}
+
+// Two phases' items in one phase: items 0..first-1 of one kind, then second of another.
+// (Each barrier costs every thread of the block a wait: independent work shares one.)
+template <class Threads, class First, class Second>
+COPYTASK_HOST_DEVICE inline void block_items2(Threads& threads, int first, const First& a, int second, const Second& b) {
+  block_items(threads, first + second, [&](int i) {
+    if (i < first) a(i);
+    else b(i - first);
+  });
+}
+template <class Threads, class First, class Second, class Third>
+COPYTASK_HOST_DEVICE inline void block_items3(Threads& threads, int first, const First& a, int second,
+                                              const Second& b, int third, const Third& c) {
+  block_items(threads, first + second + third, [&](int i) {
+    if (i < first) a(i);
+    else if (i < first + second) b(i - first);
+    else c(i - first - second);
+  });
+}
+
+// ---- Products ---------------------------------------------------------------------------
+
+// C (rows, O) from A (rows, K) and B (K, O): A(r, k) = a[r a_row + k a_red], B(k, o) =
+// b[k b_red + o b_col], so either may be read transposed. An item is a 4 x 4 tile of C; its
+// sixteen sums run over k in order from the start the output gives (0, the bias, or the
+// value C holds), each term one fused multiply-add.
+struct Product {
+  const float* a;
+  int a_row, a_red;
+  const float* b;
+  int b_red, b_col;
+  int rows, K, O;
+};
+inline constexpr int kProductTile = 4;
+COPYTASK_HOST_DEVICE inline int product_items(const Product& p) {
+  return ((p.rows + kProductTile - 1) / kProductTile) * ((p.O + kProductTile - 1) / kProductTile);
+}
+template <class Out>
+COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out) {
+  const int column_tiles = (p.O + kProductTile - 1) / kProductTile;
+  const int r0 = item / column_tiles * kProductTile, o0 = item % column_tiles * kProductTile;
+  // Rows and columns past the end read the last one's (in bounds) and are never stored.
+  int a_at[kProductTile], b_at[kProductTile];
+  float acc[kProductTile][kProductTile];
+  for (int i = 0; i < kProductTile; ++i) {
+    a_at[i] = min_of(r0 + i, p.rows - 1) * p.a_row;
+    b_at[i] = min_of(o0 + i, p.O - 1) * p.b_col;
+  }
+  for (int i = 0; i < kProductTile; ++i)
+    for (int j = 0; j < kProductTile; ++j)
+      acc[i][j] = r0 + i < p.rows && o0 + j < p.O ? out.start(r0 + i, o0 + j) : 0.0f;
+  for (int k = 0; k < p.K; ++k) {
+    float a[kProductTile], b[kProductTile];
+    for (int i = 0; i < kProductTile; ++i) a[i] = p.a[a_at[i] + k * p.a_red];
+    for (int j = 0; j < kProductTile; ++j) b[j] = p.b[k * p.b_red + b_at[j]];
+    for (int i = 0; i < kProductTile; ++i)
+      for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a[i], b[j], acc[i][j]);
+  }
+  for (int i = 0; i < kProductTile; ++i)
+    for (int j = 0; j < kProductTile; ++j)
+      if (r0 + i < p.rows && o0 + j < p.O) out.finish(r0 + i, o0 + j, acc[i][j]);
+}
+
+// Outputs: C = the sums (from 0 or the bias), C += them (from C's values).
+struct StoreOut {
+  float* c;
+  int c_row;
+  const float* bias;  // (O) or null
+  COPYTASK_HOST_DEVICE float start(int, int o) const { return bias ? bias[o] : 0.0f; }
+  COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const { c[r * c_row + o] = v; }
+};
+struct AccumulateOut {
+  float* c;
+  int c_row;
+  COPYTASK_HOST_DEVICE float start(int r, int o) const { return c[r * c_row + o]; }
+  COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const { c[r * c_row + o] = v; }
+};
+
+// ---- The block's work ---------------------------------------------------------------------
+
+// One thread block's view of the step: its member, its partition, the tile in hand.
+template <class Threads>
+class FusedStepBlock {
+ public:
+  COPYTASK_HOST_DEVICE FusedStepBlock(const FusedStepArgs& a, int member, int partition, float* shared, Threads& threads)
+      : a_(a), s_(a.s), l_(a.tile), m_(member), k_(partition), smem_(shared), threads_(threads) {
+    flags_ = a.member_flags[m_];
+    grad_ = a.partial + (static_cast<int64_t>(m_) * a.partitions + k_) * a.partial_flat;
+    scale_ = 1.0f / sqrt_of(static_cast<float>(s_.Dh));
+    first_ = k_ * kExamplesPerPartition;
+    last_ = min_of(first_ + kExamplesPerPartition, s_.B);
+    step_key_ = a.dropout.step_keys ? static_cast<uint64_t>(a.dropout.step_keys[m_]) : 0;
+  }
+
+  // The whole partition: its gradient zeroed, then tile after tile; its loss summed.
+  COPYTASK_HOST_DEVICE void run() {
+    block_items(threads_, static_cast<int>(a_.partial_flat), [&](int i) { grad_[i] = 0.0f; });
+    for (int b = first_; b < last_; b += l_.E) {
+      tile_first_ = b;
+      n_ = min_of(l_.E, last_ - b);
+      rows_ = n_ * s_.T;
+      tile_load();
+      embedding_forward();
+      for (int l = 0; l < s_.L; ++l) block_forward(l);
+      layernorm_forward(sm(l_.x), a_.parameters.ln_f, sm(l_.nf), sm(l_.rstdf), sm(l_.act));
+      head_forward();
+      crossentropy_forward_backward();
+      head_backward();
+      layernorm_backward(a_.parameters.ln_f, sm(l_.nf), sm(l_.rstdf), sm(l_.grad_narrow), /*accumulate=*/false);
+      for (int l = s_.L - 1; l >= 0; --l) block_backward(l);
+      embedding_backward();
+    }
+  }
+
+ private:
+  // ---- Where things are -----------------------------------------------------------------
+  COPYTASK_HOST_DEVICE float* sm(int offset) const { return smem_ + offset; }
+  COPYTASK_HOST_DEVICE float* block_part(int offset, int l) const { return smem_ + offset + l * l_.block_stride; }
+  COPYTASK_HOST_DEVICE int* ints(int offset) const { return reinterpret_cast<int*>(smem_ + offset); }
+  // Member m's values of a parameter of `floats` floats per member.
+  COPYTASK_HOST_DEVICE const float* value(const ParameterSlot& p, int64_t floats) const {
+    return p.value ? p.value + m_ * floats : nullptr;
+  }
+  COPYTASK_HOST_DEVICE float* grad(const ParameterSlot& p) const { return p.value ? grad_ + p.grad : nullptr; }
+  COPYTASK_HOST_DEVICE bool causal() const { return (flags_ & kMemberCausal) != 0; }
+  // The block's copy `copy` of a table's gradient, where the member learns the table; else null.
+  COPYTASK_HOST_DEVICE float* table_grad(MemberFlag learned, const TableGrad& t, int copy) const {
+    if (!(flags_ & learned) || t.grad < 0) return nullptr;
+    return grad_ + t.partial + (t.copies > 1 ? copy : 0) * t.floats;
+  }
+  COPYTASK_HOST_DEVICE int position(int r) const { return ints(l_.positions)[r]; }
+  // Row r's example in the batch and its position in the example.
+  COPYTASK_HOST_DEVICE int example_of(int r) const { return tile_first_ + r / s_.T; }
+
+  // The dropout mask of element `local` of row r's example at a site of block l (1 when the
+  // step has no dropout).
+  COPYTASK_HOST_DEVICE float mask(int l, int site, int example, int local) const {
+    if (!a_.dropout.step_keys) return 1.0f;
+    const DropoutArgs& d = a_.dropout;
+    const int64_t e = l * d.block_floats + d.site_start[site] + example * d.example_floats[site] + local;
+    return dropout_mask_of(step_key_, e, d.threshold, d.kept_value);
+  }
+  // The mask of a (T, width) site at row r, column c.
+  COPYTASK_HOST_DEVICE float row_mask(int l, int site, int r, int c, int width) const {
+    return mask(l, site, example_of(r), (r % s_.T) * width + c);
+  }
+
+  // ---- The tile's data ----------------------------------------------------------------------
+  COPYTASK_HOST_DEVICE void tile_load() {
+    block_items(threads_, rows_, [&](int r) {
+      const int64_t b = example_of(r), t = r % s_.T;
+      ints(l_.tokens)[r] = static_cast<int>(
+          a_.tokens[m_ * a_.token_stride[0] + b * a_.token_stride[1] + t * a_.token_stride[2]]);
+      ints(l_.targets)[r] = static_cast<int>(
+          a_.targets[m_ * a_.target_stride[0] + b * a_.target_stride[1] + t * a_.target_stride[2]]);
+      ints(l_.positions)[r] =
+          a_.positions ? static_cast<int>(a_.positions[(static_cast<int64_t>(m_) * s_.B + b) * s_.T + t])
+                       : static_cast<int>(t);
+    });
+  }
+
+  // ---- Embedding ------------------------------------------------------------------------
+  // x (R, D) = tok_emb[token] (+ the embedding rows at the row's position).
+  COPYTASK_HOST_DEVICE void embedding_forward() {
+    const int D = s_.D;
+    const float* tok = value(a_.parameters.tok_emb, static_cast<int64_t>(s_.V) * D);
+    const float* rows = a_.tables.embedding_rows ? a_.tables.embedding_rows + static_cast<int64_t>(m_) * s_.P * D : nullptr;
+    float* x = sm(l_.x);
+    block_items(threads_, rows_ * D, [&](int i) {
+      const int r = i / D, d = i % D;
+      float v = tok[ints(l_.tokens)[r] * D + d];
+      if (rows) v += rows[position(r) * D + d];
+      x[i] = v;
+    });
+  }
+  // tok_emb's gradient at each (token, d) and the embedding rows' at each (position, d):
+  // the rows' grad_x in order.
+  COPYTASK_HOST_DEVICE void embedding_backward() {
+    const int D = s_.D, V = s_.V;
+    const float* gx = sm(l_.grad_x);
+    float* tok_grad = grad_ + a_.parameters.tok_emb.grad;
+    float* rows_grad = table_grad(kLearnsEmbeddingRows, a_.tables.embedding_rows_grad, 0);
+    const bool rows_learned = rows_grad != nullptr;
+    const int* tokens = ints(l_.tokens);
+    block_items2(
+        threads_, V * D,
+        [&](int i) {
+          const int v = i / D, d = i % D;
+          float acc = tok_grad[i];
+          for (int r = 0; r < rows_; ++r)
+            if (tokens[r] == v) acc += gx[r * D + d];
+          tok_grad[i] = acc;
+        },
+        rows_learned ? s_.P * D : 0,
+        [&](int i) {
+          const int p = i / D, d = i % D;
+          float acc = rows_grad[i];
+          for (int r = 0; r < rows_; ++r)
+            if (position(r) == p) acc += gx[r * D + d];
+          rows_grad[i] = acc;
+        });
+  }
+
+  // ---- Layer norm ---------------------------------------------------------------------------
+  // Over D (eps 1e-5, the biased variance), row by row: normalized and 1/std kept, out =
+  // normalized * weight + bias.
+  COPYTASK_HOST_DEVICE void layernorm_forward(const float* x, const NormParameters& p, float* normalized, float* rstd,
+                                              float* out) {
+    const int D = s_.D;
+    const float* w = value(p.weight, D);
+    const float* bias = value(p.bias, D);
+    block_items(threads_, rows_, [&](int r) {
+      const float* x_r = x + r * D;
+      float sum = 0;
+      for (int d = 0; d < D; ++d) sum += x_r[d];
+      const float mean = sum / static_cast<float>(D);
+      float squares = 0;
+      for (int d = 0; d < D; ++d) squares = fma_of(x_r[d] - mean, x_r[d] - mean, squares);
+      const float inverse = 1.0f / sqrt_of(squares / static_cast<float>(D) + 1e-5f);
+      rstd[r] = inverse;
+      for (int d = 0; d < D; ++d) {
+        const float n = (x_r[d] - mean) * inverse;
+        normalized[r * D + d] = n;
+        out[r * D + d] = fma_of(n, w[d], bias[d]);
+      }
+    });
+  }
+  // out (R, D) = normalized * weight + bias again (what a backward's weight gradient reads).
+  COPYTASK_HOST_DEVICE void layernorm_output_item(int i, const NormParameters& p, const float* normalized,
+                                                  float* out) const {
+    const int d = i % s_.D;
+    out[i] = fma_of(normalized[i], value(p.weight, s_.D)[d], value(p.bias, s_.D)[d]);
+  }
+  // grad_x (R, D) = (or +=) the gradient through the layer norm of grad_out (R, D); the
+  // weight's and bias's gradients += their sums over the rows.
+  COPYTASK_HOST_DEVICE void layernorm_backward(const NormParameters& p, const float* normalized, const float* rstd,
+                                               const float* grad_out, bool accumulate) {
+    const int D = s_.D;
+    const float* w = value(p.weight, D);
+    float* gx = sm(l_.grad_x);
+    float* w_grad = grad(p.weight);
+    float* b_grad = grad(p.bias);
+    block_items2(
+        threads_, rows_,
+        [&](int r) {
+          const float* g = grad_out + r * D;
+          const float* n = normalized + r * D;
+          float sum_g = 0, sum_gn = 0;  // of d(normalized) = g * w, and of it times normalized
+          for (int d = 0; d < D; ++d) {
+            const float gn = g[d] * w[d];
+            sum_g += gn;
+            sum_gn = fma_of(gn, n[d], sum_gn);
+          }
+          const float mean_g = sum_g / static_cast<float>(D), mean_gn = sum_gn / static_cast<float>(D);
+          for (int d = 0; d < D; ++d) {
+            const float v = rstd[r] * (g[d] * w[d] - mean_g - n[d] * mean_gn);
+            gx[r * D + d] = accumulate ? gx[r * D + d] + v : v;
+          }
+        },
+        D,
+        [&](int d) {
+          float acc_w = w_grad[d], acc_b = b_grad[d];
+          for (int r = 0; r < rows_; ++r) {
+            acc_w = fma_of(grad_out[r * D + d], normalized[r * D + d], acc_w);
+            acc_b += grad_out[r * D + d];
+          }
+          w_grad[d] = acc_w;
+          b_grad[d] = acc_b;
+        });
+  }
+
+  // ---- Linear layers ------------------------------------------------------------------------
+  // The product in (R, I) @ weight (I, O): its Product.
+  COPYTASK_HOST_DEVICE Product forward_product(const float* in, const LinearParameters& p, int I, int O) const {
+    return Product{in, I, 1, value(p.weight, static_cast<int64_t>(I) * O), O, 1, rows_, I, O};
+  }
+  // Its backward in one phase: the weight's gradient (I, O) += in^T @ grad_out, the bias's
+  // (O) += the column sums of grad_out, and grad_in (R, I) = grad_out @ weight^T through
+  // `in_out` (an output: StoreOut, or one that applies the layer below's backward).
+  template <class InOut>
+  COPYTASK_HOST_DEVICE void linear_backward(const float* in, const float* grad_out, const LinearParameters& p, int I,
+                                            int O, const InOut& in_out) {
+    const Product weight_grad{in, 1, I, grad_out, O, 1, I, rows_, O};
+    const Product input_grad{grad_out, O, 1, value(p.weight, static_cast<int64_t>(I) * O), 1, O, rows_, O, I};
+    const AccumulateOut weight_out{grad(p.weight), O};
+    float* bias_grad = grad(p.bias);
+    block_items3(
+        threads_, product_items(weight_grad), [&](int i) { product_item(weight_grad, i, weight_out); },
+        bias_grad ? O : 0,
+        [&](int o) {
+          float acc = bias_grad[o];
+          for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
+          bias_grad[o] = acc;
+        },
+        in_out.c ? product_items(input_grad) : 0, [&](int i) { product_item(input_grad, i, in_out); });
+  }
+
+  // ---- Attention ----------------------------------------------------------------------------
+  // The tables' entry of head h at the positions of rows qr (query) and kr (key).
+  COPYTASK_HOST_DEVICE int bias_at(int h, int qr, int kr) const {
+    return (h * s_.P + position(qr)) * s_.P + position(kr);
+  }
+
+  // q and k of every head turned pair by pair by the angles of their row's position
+  // (the pair_angles table: rope, xpos's turn).
+  COPYTASK_HOST_DEVICE void rotation_forward(int l) {
+    const int pairs = s_.Dh / 2, D = s_.D;
+    const int64_t member = static_cast<int64_t>(m_) * s_.P * pairs;
+    const float* cos_t = a_.tables.pair_cos + member;
+    const float* sin_t = a_.tables.pair_sin + member;
+    float* qkv = block_part(l_.qkv, l);
+    // Items (row, q or k, head, pair).
+    block_items(threads_, rows_ * 2 * s_.H * pairs, [&](int i) {
+      const int pair = i % pairs, h = i / pairs % s_.H, part = i / (pairs * s_.H) % 2, r = i / (pairs * s_.H * 2);
+      float* x = qkv + r * 3 * D + part * D + h * s_.Dh + 2 * pair;
+      const float c = cos_t[position(r) * pairs + pair], s = sin_t[position(r) * pairs + pair];
+      const float x0 = x[0], x1 = x[1];
+      x[0] = x0 * c - x1 * s;
+      x[1] = x0 * s + x1 * c;
+    });
+  }
+  // Its backward: the angles' gradient (when learned) from the turned values and the
+  // gradient at them, then that gradient turned back.
+  COPYTASK_HOST_DEVICE void rotation_backward(int l) {
+    const int pairs = s_.Dh / 2, D = s_.D;
+    const int64_t member = static_cast<int64_t>(m_) * s_.P * pairs;
+    const float* cos_t = a_.tables.pair_cos + member;
+    const float* sin_t = a_.tables.pair_sin + member;
+    const float* turned = block_part(l_.qkv, l);
+    float* g = sm(l_.grad_wide);
+    if (float* angles_grad = table_grad(kLearnsPairAngles, a_.tables.pair_angles_grad, l)) {
+      // Items (position, pair): the rows at that position in order, q then k, head by head.
+      block_items(threads_, s_.P * pairs, [&](int i) {
+        const int p = i / pairs, pair = i % pairs;
+        float acc = angles_grad[i];
+        for (int r = 0; r < rows_; ++r) {
+          if (position(r) != p) continue;
+          for (int part = 0; part < 2; ++part)
+            for (int h = 0; h < s_.H; ++h) {
+              const int at = r * 3 * D + part * D + h * s_.Dh + 2 * pair;
+              acc += -g[at] * turned[at + 1] + g[at + 1] * turned[at];
+            }
+        }
+        angles_grad[i] = acc;
+      });
+    }
+    block_items(threads_, rows_ * 2 * s_.H * pairs, [&](int i) {
+      const int pair = i % pairs, h = i / pairs % s_.H, part = i / (pairs * s_.H) % 2, r = i / (pairs * s_.H * 2);
+      float* x = g + r * 3 * D + part * D + h * s_.Dh + 2 * pair;
+      const float c = cos_t[position(r) * pairs + pair], s = -sin_t[position(r) * pairs + pair];
+      const float x0 = x[0], x1 = x[1];
+      x[0] = x0 * c - x1 * s;
+      x[1] = x0 * s + x1 * c;
+    });
+  }
+
+  // Items (example, head, query i): the row's logits q_i . k_j / sqrt(Dh) (+ the score
+  // bias), the causal mask, the softmax (kept before dropout), and mixed's head columns =
+  // the weights times the dropout mask @ v.
+  COPYTASK_HOST_DEVICE void attention_forward(int l) {
+    const int T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
+    const float* qkv = block_part(l_.qkv, l);
+    float* weights = block_part(l_.weights, l);
+    float* mixed = block_part(l_.mixed, l);
+    const float* bias = a_.tables.score_bias ? a_.tables.score_bias + static_cast<int64_t>(m_) * H * s_.P * s_.P : nullptr;
+    const bool is_causal = causal();
+    block_items(threads_, n_ * H * T, [&](int item) {
+      const int i = item % T, h = item / T % H, e = item / (T * H);
+      const int qr = e * T + i, seen = is_causal ? i + 1 : T;
+      const float* q = qkv + qr * 3 * D + h * Dh;
+      float* w = weights + ((e * H + h) * T + i) * T;
+      float row_max = negative_infinity();
+      for (int j = 0; j < seen; ++j) {
+        const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh;
+        float dot = 0;
+        for (int d = 0; d < Dh; ++d) dot = fma_of(q[d], k[d], dot);
+        float logit = dot * scale_;
+        if (bias) logit += bias[bias_at(h, qr, e * T + j)];
+        w[j] = logit;
+        row_max = logit > row_max ? logit : row_max;
+      }
+      float total = 0;
+      for (int j = 0; j < seen; ++j) {
+        w[j] = exp_of(w[j] - row_max);
+        total += w[j];
+      }
+      const float inverse_total = 1.0f / total;
+      for (int j = 0; j < seen; ++j) w[j] *= inverse_total;
+      for (int j = seen; j < T; ++j) w[j] = 0.0f;
+      float* out = mixed + qr * D + h * Dh;
+      for (int d = 0; d < Dh; ++d) out[d] = 0.0f;
+      for (int j = 0; j < seen; ++j) {
+        const float kept = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
+        const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh;
+        for (int d = 0; d < Dh; ++d) out[d] = fma_of(kept, v[d], out[d]);
+      }
+    });
+  }
+
+  // From grad_narrow (R, D), the gradient at mixed: grad_wide (R, 3D) = the gradient at
+  // q | k | v, and grad_scores the gradient at the logits (the score bias's). Two phases:
+  // items (example, head, query i) make row i's gradient at the logits and dq_i; then items
+  // (example, head, key j) make dk_j and dv_j from the columns j.
+  COPYTASK_HOST_DEVICE void attention_backward(int l) {
+    const int T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
+    const float* qkv = block_part(l_.qkv, l);
+    const float* weights = block_part(l_.weights, l);
+    const float* g = sm(l_.grad_narrow);
+    float* gs = sm(l_.grad_scores);
+    float* gq = sm(l_.grad_wide);
+    const bool is_causal = causal();
+    block_items(threads_, n_ * H * T, [&](int item) {
+      const int i = item % T, h = item / T % H, e = item / (T * H);
+      const int qr = e * T + i, seen = is_causal ? i + 1 : T;
+      const float* w = weights + ((e * H + h) * T + i) * T;
+      float* gl = gs + ((e * H + h) * T + i) * T;
+      const float* g_i = g + qr * D + h * Dh;
+      // d(weights)_j = g_i . v_j times the mask, then the softmax's backward.
+      float weighted = 0;
+      for (int j = 0; j < seen; ++j) {
+        const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh;
+        float dot = 0;
+        for (int d = 0; d < Dh; ++d) dot = fma_of(g_i[d], v[d], dot);
+        gl[j] = dot * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
+        weighted = fma_of(w[j], gl[j], weighted);
+      }
+      for (int j = 0; j < seen; ++j) gl[j] = w[j] * (gl[j] - weighted);
+      for (int j = seen; j < T; ++j) gl[j] = 0.0f;
+      float* dq = gq + qr * 3 * D + h * Dh;
+      for (int d = 0; d < Dh; ++d) dq[d] = 0.0f;
+      for (int j = 0; j < seen; ++j) {
+        const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh;
+        const float scaled = gl[j] * scale_;
+        for (int d = 0; d < Dh; ++d) dq[d] = fma_of(scaled, k[d], dq[d]);
+      }
+    });
+    float* bias_grad = table_grad(kLearnsScoreBias, a_.tables.score_bias_grad, l);
+    block_items2(
+        threads_, n_ * H * T,
+        [&](int item) {
+          const int j = item % T, h = item / T % H, e = item / (T * H);
+          const int kr = e * T + j;
+          float* dk = gq + kr * 3 * D + D + h * Dh;
+          float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
+          for (int d = 0; d < Dh; ++d) dk[d] = dv[d] = 0.0f;
+          for (int i = is_causal ? j : 0; i < T; ++i) {
+            const float* q = qkv + (e * T + i) * 3 * D + h * Dh;
+            const float* g_i = g + (e * T + i) * D + h * Dh;
+            const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
+            const float kept = weights[((e * H + h) * T + i) * T + j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
+            for (int d = 0; d < Dh; ++d) {
+              dk[d] = fma_of(scaled, q[d], dk[d]);
+              dv[d] = fma_of(kept, g_i[d], dv[d]);
+            }
+          }
+        },
+        bias_grad ? H * s_.P : 0,
+        [&](int item) {
+          // The score bias's gradient at head h, query position p: each example's rows at p,
+          // in order, their gradient at the logits added at the keys' positions.
+          const int h = item / s_.P, p = item % s_.P;
+          float* row = bias_grad + (h * s_.P + p) * s_.P;
+          for (int e = 0; e < n_; ++e)
+            for (int i = 0; i < T; ++i) {
+              if (position(e * T + i) != p) continue;
+              const float* gl = gs + ((e * H + h) * T + i) * T;
+              for (int j = 0; j < T; ++j) row[position(e * T + j)] += gl[j];
+            }
+        });
+  }
+
+  // ---- Blocks -----------------------------------------------------------------------------
+  // x += dropout(proj(attention(ln1(x)))); x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
+  COPYTASK_HOST_DEVICE void block_forward(int l) {
+    const int D = s_.D, F = s_.F;
+    const BlockParameters& p = a_.parameters.block[l];
+    float* x = sm(l_.x);
+    float* act = sm(l_.act);
+    layernorm_forward(x, p.ln1, block_part(l_.n1, l), block_part(l_.rstd1, l), act);
+    {
+      const Product qkv = forward_product(act, p.qkv, D, 3 * D);
+      const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr};
+      block_items(threads_, product_items(qkv), [&](int i) { product_item(qkv, i, out); });
+    }
+    if (a_.tables.pair_cos) rotation_forward(l);
+    attention_forward(l);
+    residual_forward(l, block_part(l_.mixed, l), p.proj, D, /*site=*/1);
+    layernorm_forward(x, p.ln2, block_part(l_.n2, l), block_part(l_.rstd2, l), act);
+    {
+      // pre = fc1(ln2(x)) kept; the hidden layer relu(pre) * mask in grad_wide, free until
+      // the backward.
+      const Product fc1 = forward_product(act, p.fc1, D, F);
+      const ReluOut out{this, l, block_part(l_.pre, l), sm(l_.grad_wide), value(p.fc1.bias, F)};
+      block_items(threads_, product_items(fc1), [&](int i) { product_item(fc1, i, out); });
+    }
+    residual_forward(l, sm(l_.grad_wide), p.fc2, F, /*site=*/3);
+  }
+  // x += (in @ weight + bias) * the mask of `site` (1: the attention's output, 3: the
+  // feed-forward's).
+  COPYTASK_HOST_DEVICE void residual_forward(int l, const float* in, const LinearParameters& p, int I, int site) {
+    const Product product = forward_product(in, p, I, s_.D);
+    const ResidualOut out{this, l, site, sm(l_.x), value(p.bias, s_.D)};
+    block_items(threads_, product_items(product), [&](int i) { product_item(product, i, out); });
+  }
+
+  COPYTASK_HOST_DEVICE void block_backward(int l) {
+    const int D = s_.D, F = s_.F;
+    const BlockParameters& p = a_.parameters.block[l];
+    float* gx = sm(l_.grad_x);
+    float* ga = sm(l_.grad_branch);
+    float* act = sm(l_.act);
+    float* wide = sm(l_.grad_wide);
+    float* narrow = sm(l_.grad_narrow);
+    const float* pre = block_part(l_.pre, l);
+    // Feed-forward: the gradient at its output through its dropout, and the hidden layer again.
+    block_items2(
+        threads_, rows_ * D, [&](int i) { ga[i] = gx[i] * row_mask(l, 3, i / D, i % D, D); },
+        rows_ * F,
+        [&](int i) {
+          const float v = pre[i] > 0.0f ? pre[i] : 0.0f;
+          act[i] = v * row_mask(l, 2, i / F, i % F, F);
+        });
+    linear_backward(act, ga, p.fc2, F, D, ReluBackOut{this, l, wide, pre});  // wide = d(pre)
+    block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), act); });
+    linear_backward(act, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr});
+    layernorm_backward(p.ln2, block_part(l_.n2, l), block_part(l_.rstd2, l), narrow, /*accumulate=*/true);
+    // Attention.
+    block_items(threads_, rows_ * D, [&](int i) { ga[i] = gx[i] * row_mask(l, 1, i / D, i % D, D); });
+    linear_backward(block_part(l_.mixed, l), ga, p.proj, D, D, StoreOut{narrow, D, nullptr});
+    attention_backward(l);
+    if (a_.tables.pair_cos) rotation_backward(l);
+    block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln1, block_part(l_.n1, l), act); });
+    linear_backward(act, wide, p.qkv, D, 3 * D, StoreOut{narrow, D, nullptr});
+    layernorm_backward(p.ln1, block_part(l_.n1, l), block_part(l_.rstd1, l), narrow, /*accumulate=*/true);
+  }
+
+  // ---- Head and loss ----------------------------------------------------------------------
+  COPYTASK_HOST_DEVICE void head_forward() {
+    const Product head = forward_product(sm(l_.act), a_.parameters.head, s_.D, s_.V);
+    const StoreOut out{sm(l_.logits), s_.V, value(a_.parameters.head.bias, s_.V)};
+    block_items(threads_, product_items(head), [&](int i) { product_item(head, i, out); });
+  }
+  COPYTASK_HOST_DEVICE void head_backward() {
+    linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V, StoreOut{sm(l_.grad_narrow), s_.D, nullptr});
+  }
+  // Items: rows. Each row's cross-entropy of its target kept, its logits turned into
+  // d(loss)/d(logits) for the member's mean loss; then the rows' losses added to the
+  // partition's in order.
+  COPYTASK_HOST_DEVICE void crossentropy_forward_backward() {
+    const int V = s_.V;
+    float* logits = sm(l_.logits);
+    float* row_loss = sm(l_.row_loss);
+    const float weight = a_.loss_weight;
+    block_items(threads_, rows_, [&](int r) {
+      float* p = logits + r * V;
+      const int target = ints(l_.targets)[r];
+      float row_max = negative_infinity();
+      for (int v = 0; v < V; ++v) row_max = p[v] > row_max ? p[v] : row_max;
+      const float target_shifted = p[target] - row_max;  // kept before e^x replaces it
+      float total = 0;
+      for (int v = 0; v < V; ++v) {
+        p[v] = exp_of(p[v] - row_max);
+        total += p[v];
+      }
+      row_loss[r] = log_of(total) - target_shifted;  // -log softmax of the target
+      const float to_gradient = weight / total;
+      for (int v = 0; v < V; ++v) p[v] *= to_gradient;
+      p[target] -= weight;
+    });
+    double* loss = a_.partial_loss + static_cast<int64_t>(m_) * a_.partitions + k_;
+    block_items(threads_, 1, [&](int) {
+      double sum = tile_first_ == first_ ? 0.0 : *loss;
+      for (int r = 0; r < rows_; ++r) sum += static_cast<double>(row_loss[r]);
+      *loss = sum;
+    });
+  }
+
+  // ---- Outputs of the products that apply a layer --------------------------------------------
+  // x += (sum + bias) * the dropout mask of `site`.
+  struct ResidualOut {
+    const FusedStepBlock* block;
+    int l, site;
+    float* x;
+    const float* bias;
+    COPYTASK_HOST_DEVICE float start(int, int o) const { return bias ? bias[o] : 0.0f; }
+    COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const {
+      const int D = block->s_.D;
+      x[r * D + o] += v * block->row_mask(l, site, r, o, D);
+    }
+  };
+  // pre = sum + bias; hidden = relu(pre) * the hidden layer's mask.
+  struct ReluOut {
+    const FusedStepBlock* block;
+    int l;
+    float* pre;
+    float* hidden;
+    const float* bias;
+    COPYTASK_HOST_DEVICE float start(int, int o) const { return bias[o]; }
+    COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const {
+      const int F = block->s_.F;
+      pre[r * F + o] = v;
+      hidden[r * F + o] = (v > 0.0f ? v : 0.0f) * block->row_mask(l, 2, r, o, F);
+    }
+  };
+  // d(pre) = the sum (the gradient at the hidden layer) through the mask and the ReLU.
+  struct ReluBackOut {
+    const FusedStepBlock* block;
+    int l;
+    float* c;
+    const float* pre;
+    COPYTASK_HOST_DEVICE float start(int, int) const { return 0.0f; }
+    COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const {
+      const int F = block->s_.F;
+      c[r * F + o] = (pre[r * F + o] > 0.0f ? v : 0.0f) * block->row_mask(l, 2, r, o, F);
+    }
+  };
+
+  const FusedStepArgs& a_;
+  const StepShape& s_;
+  const TileLayout& l_;
+  int m_, k_;
+  float* smem_;
+  Threads& threads_;
+  uint8_t flags_ = 0;
+  float* grad_ = nullptr;  // the block's slice of partial (flat)
+  float scale_ = 1.0f;     // 1 / sqrt(Dh)
+  int first_ = 0, last_ = 0;          // the partition's examples
+  int tile_first_ = 0, n_ = 0, rows_ = 0;  // the tile's first example, examples and rows
+  uint64_t step_key_ = 0;
+};
+
+// The sum kernel's item i < M flat: member m's float f of grads, the partitions' in order (a
+// table's copies in order within each); items M flat .. M flat + M - 1: member m's mean loss.
+COPYTASK_HOST_DEVICE inline void fused_step_sum_item(const FusedStepArgs& a, int64_t i) {
+  const int64_t M = a.members, K = a.partitions, total = M * a.flat;
+  if (i < total) {
+    const int64_t m = i / a.flat, f = i % a.flat;
+    const float* member = a.partial + m * K * a.partial_flat;
+    int64_t at = f, copies = 1, stride = 0;  // where float f's terms are in a block's slice
+    const TableGrad* tables[3] = {&a.tables.embedding_rows_grad, &a.tables.pair_angles_grad, &a.tables.score_bias_grad};
+    if (f >= a.parameter_floats)
+      for (const TableGrad* t : tables)
+        if (t->grad >= 0 && f >= t->grad && f < t->grad + t->floats) {
+          at = t->partial + (f - t->grad);
+          copies = t->copies;
+          stride = t->floats;
+        }
+    float sum = 0;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t c = 0; c < copies; ++c) {
+        const float term = member[k * a.partial_flat + at + c * stride];
+        sum = k == 0 && c == 0 ? term : sum + term;
+      }
+    a.grads[i] = sum;
+  } else if (i < total + M) {
+    const int64_t m = i - total;
+    double sum = 0;
+    for (int64_t k = 0; k < K; ++k) sum += a.partial_loss[m * K + k];
+    a.member_loss[m] = static_cast<float>(sum / (static_cast<double>(a.s.B) * a.s.T));
+  }
+}
+
+}  // namespace copytask::kernels

@@ -1,0 +1,34 @@
+// The fused GPU step on the CPU (kernels/fused_step.h): the step kernel's blocks one after
+// another, each block's threads emulated (kernels/block_threads.h), then the sum kernel's
+// items in a loop. The same body as the GPU's, so the tests check the kernel's arithmetic,
+// and its independence of the threads' order, where there is no GPU.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/fused_step.h"
+#include "kernels/fused_step_body.h"
+
+namespace copytask::kernels {
+
+void fused_step_emulate(const FusedStepArgs& args, const Emulation& emulation) {
+  if (emulation.threads < 1) throw std::invalid_argument("fused_step_emulate: threads must be >= 1");
+  if (args.tile.E < 1) throw std::invalid_argument("fused_step_emulate: a tile of no examples");
+  std::vector<float> shared(static_cast<size_t>(args.tile.floats));
+  for (int m = 0; m < args.members; ++m)
+    for (int k = 0; k < args.partitions; ++k) {
+      // Shared memory starts with whatever the last block left, as on a GPU: poisoned here,
+      // so that a part read before it is written shows.
+      std::fill(shared.begin(), shared.end(), std::numeric_limits<float>::quiet_NaN());
+      const uint64_t seed = emulation.shuffle_seed == 0 ? 0 : emulation.shuffle_seed + m * 1000003ull + k;
+      EmulatedThreads threads(emulation.threads, seed);
+      FusedStepBlock<EmulatedThreads> block(args, m, k, shared.data(), threads);
+      block.run();
+    }
+  const int64_t items = static_cast<int64_t>(args.members) * args.flat + args.members;
+  for (int64_t i = 0; i < items; ++i) fused_step_sum_item(args, i);
+}
+
+}  // namespace copytask::kernels

@@ -1,0 +1,63 @@
+// The fused GPU step's tile in shared memory (kernels/fused_step.h): each part's offset, and
+// how many examples fit.
+#include <algorithm>
+
+#include "kernels/fused_step.h"
+
+namespace copytask::kernels {
+
+namespace {
+// Parts start on 16-byte boundaries (four floats), so that a later kernel may read them as
+// float4.
+int aligned(int floats) { return (floats + 3) / 4 * 4; }
+}  // namespace
+
+TileLayout tile_layout(const StepShape& s, int E) {
+  TileLayout l;
+  l.E = E;
+  const int R = E * s.T, RD = R * s.D, attention = E * s.H * s.T * s.T;
+  int at = 0;
+  auto part = [&](int floats) {
+    const int start = at;
+    at += aligned(floats);
+    return start;
+  };
+  // Block 0's kept parts; block l's at + l * block_stride.
+  l.n1 = part(RD);
+  l.rstd1 = part(R);
+  l.qkv = part(3 * RD);
+  l.weights = part(attention);
+  l.mixed = part(RD);
+  l.n2 = part(RD);
+  l.rstd2 = part(R);
+  l.pre = part(R * s.F);
+  l.block_stride = at;
+  at = l.block_stride * s.L;
+  l.x = part(RD);
+  l.nf = part(RD);
+  l.rstdf = part(R);
+  l.logits = part(R * s.V);
+  l.grad_x = part(RD);
+  l.grad_branch = part(RD);
+  l.grad_wide = part(R * std::max(3 * s.D, s.F));
+  l.grad_narrow = part(RD);
+  l.grad_scores = part(attention);
+  l.act = part(R * std::max(s.D, s.F));
+  l.row_loss = part(R);
+  l.tokens = part(R);
+  l.targets = part(R);
+  l.positions = part(R);
+  l.floats = at;
+  return l;
+}
+
+int tile_examples(const StepShape& s, int64_t shared_bytes) {
+  const int64_t budget = shared_bytes / kBlocksPerMultiprocessor;
+  int E = 0;
+  while (E < kExamplesPerPartition && static_cast<int64_t>(tile_layout(s, E + 1).floats) * 4 <= budget) ++E;
+  // A shape too large for two blocks a multiprocessor may still run one.
+  if (E == 0 && static_cast<int64_t>(tile_layout(s, 1).floats) * 4 <= shared_bytes) E = 1;
+  return E;
+}
+
+}  // namespace copytask::kernels

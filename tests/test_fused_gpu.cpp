@@ -1,0 +1,605 @@
+// The fused GPU step's kernels (kernels/fused_step.h, model/fused_gpu.h), checked on the CPU
+// through their emulation: the same body the GPU runs, each block's threads in a loop. Against
+// LibTorch's autograd through Encoder::forward: the losses, every parameter's gradient (the
+// schemes' too, through the tables' gradients) and the tables' gradients, for every scheme
+// whose hooks have a kernel form, one to four heads, with dropout, under every kind of
+// position IDs; against the fused CPU step. Bit for bit the same whatever the block's
+// threads, their order (a race would show) and the tile; a member alone as in a batch. The
+// DeviceStep on these kernels trains as the autograd step. (tests/test_cuda.cpp runs the
+// same kernels on a GPU against this emulation.)
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "kernels/cuda_switch.h"
+#include "model/fused_cpu.h"
+#include "model/fused_gpu.h"
+#include "model/hooks/registry.h"
+#include "task/copy_task.h"
+#include "test_paths.h"
+#include "test_util.h"
+#include "train/device_step.h"
+#include "train/step_factory.h"
+#include "train/train_data.h"
+
+namespace copytask {
+namespace {
+namespace fs = std::filesystem;
+
+// Whether every hook of a member's scheme has a kernel form (model/hooks/hook.h).
+bool has_kernel_forms(const MemberSpec& member, const EncoderShape& shape) {
+  const PositionalShape positional{shape.context, shape.embed, shape.heads, shape.blocks, member.causal};
+  for (const Hook* hook : positional_scheme_make(member.positional, member.options, positional)->member_hooks())
+    if (hook->kernel_form() == KernelTableForm::none) return false;
+  return true;
+}
+
+// Every registered scheme and option the kernel can run (test_util.h), from the registry, so
+// a new scheme on a hook with a kernel form is covered without a line here; and variants of
+// some schemes' own options.
+// `needs`: only members whose schemes run on these other steps too (StepSupport bits).
+std::vector<MemberSpec> kernel_members(const EncoderShape& shape, unsigned needs = 0) {
+  std::vector<MemberSpec> members;
+  for (const auto& member : test::every_positional_member(shape, 0, needs))
+    if (has_kernel_forms(member, shape)) members.push_back(member);
+  PositionalOptions partial_rope = test::small_options(), learned_alibi = test::small_options();
+  partial_rope.rope_fraction = 0.5;
+  partial_rope.rope_base = 100;
+  learned_alibi.alibi_direction = "two-sided";
+  learned_alibi.alibi_learned = true;
+  const int64_t seed = static_cast<int64_t>(members.size());
+  members.push_back({"rope-partial+causal", seed, "rope", true, partial_rope});
+  members.push_back({"alibi-two-sided-learned", seed + 1, "alibi", false, learned_alibi});
+  for (auto& member : members)
+    if (!member.options.alibi_slopes.empty()) member.options.alibi_slopes.resize(static_cast<size_t>(shape.heads), 0.125);
+  return members;
+}
+
+struct StepResult {
+  torch::Tensor loss;                // (M)
+  std::vector<torch::Tensor> grads;  // one per parameter, the schemes' included
+};
+
+std::vector<torch::Tensor> gradients_of(Encoder& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return out;
+}
+
+// This step's dropout keys of the masks (M) int64, as the device step hands them over.
+torch::Tensor keys_of(const DropoutMasks& masks) {
+  std::vector<int64_t> keys;
+  for (uint64_t key : masks.stream()->step_keys) keys.push_back(static_cast<int64_t>(key));
+  return torch::tensor(keys, torch::kLong);
+}
+
+StepResult autograd_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                         const DropoutMasks* masks, const torch::Tensor& positions = {}) {
+  model->zero_grad();
+  auto losses = member_losses(model->forward(inputs, masks, nullptr, positions), targets);  // (M)
+  losses.sum().backward();
+  return {losses.detach(), gradients_of(model)};
+}
+
+StepResult kernel_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                       const DropoutMasks* masks, const torch::Tensor& positions = {},
+                       const FusedGpuExecution& execution = {}) {
+  model->zero_grad();
+  const int64_t T = inputs.size(2);
+  FusedGpuKernels kernels(*model, inputs.size(1), T, execution);
+  const PositionalTables tables = model->positional_tables(model->table_positions(T));
+  PositionalTables table_grads;
+  auto losses = kernels.loss_backward(tables, inputs, targets, positions, masks ? keys_of(*masks) : torch::Tensor(),
+                                      &table_grads);
+  if (tables.any_learned()) model->positional_backward(tables, table_grads);
+  return {losses, gradients_of(model)};
+}
+
+// The largest gradient difference relative to the gradient's own scale.
+double worst_relative_gradient_difference(const StepResult& a, const StepResult& b, std::string* where = nullptr) {
+  double worst = 0;
+  for (size_t j = 0; j < a.grads.size(); ++j) {
+    const double scale = std::max(1e-3, a.grads[j].abs().max().item<double>());
+    const double relative = test::max_abs_diff(a.grads[j], b.grads[j]) / scale;
+    if (relative > worst) {
+      worst = relative;
+      if (where) *where = "parameter " + std::to_string(j);
+    }
+  }
+  return worst;
+}
+
+bool bit_equal(const StepResult& a, const StepResult& b) {
+  if (!torch::equal(a.loss, b.loss)) return false;
+  for (size_t j = 0; j < a.grads.size(); ++j)
+    if (!torch::equal(a.grads[j], b.grads[j])) return false;
+  return true;
+}
+
+void expect_kernel_equals_autograd(const EncoderShape& shape, int64_t batch, bool dropout) {
+  const auto members = kernel_members(shape);
+  Encoder model(shape, members, torch::kCPU);
+  ASSERT_EQ(fused_gpu_unsupported(*model, shape.context), "");
+  const int64_t M = model->member_count();
+  auto inputs = test::random_tokens(M, batch, shape, 11);
+  auto targets = test::random_tokens(M, batch, shape, 12);
+  std::optional<DropoutMasks> masks;
+  if (dropout) masks.emplace(model->dropout_masks(batch));
+  const StepResult reference = autograd_step(model, inputs, targets, masks ? &*masks : nullptr);
+  const StepResult ours = kernel_step(model, inputs, targets, masks ? &*masks : nullptr);
+  std::string where;
+  const double worst = worst_relative_gradient_difference(reference, ours, &where);
+  std::printf("  %lld members, heads %lld, blocks %lld, batch %lld, dropout %d: loss diff %.1e, worst relative gradient "
+              "diff %.1e (%s)\n",
+              static_cast<long long>(M), static_cast<long long>(shape.heads), static_cast<long long>(shape.blocks),
+              static_cast<long long>(batch), dropout ? 1 : 0, test::max_abs_diff(reference.loss, ours.loss), worst,
+              where.c_str());
+  EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
+  EXPECT_LT(worst, 5e-5) << where;
+  const auto names = model->named_parameters();
+  for (size_t j = 0; j < ours.grads.size(); ++j)
+    if (reference.grads[j].abs().max().item<double>() > 1e-7) {
+      EXPECT_GT(ours.grads[j].abs().max().item<double>(), 0.0) << names[j].key();
+    }
+}
+
+TEST(FusedGpu, EveryKernelSchemeTwoHeadsWithDropoutGivesAutogradsLossAndGradients) {
+  // 70 examples: three partitions (32, 32, 6), tiles cut within them.
+  expect_kernel_equals_autograd(test::small_shape(0.1), 70, true);
+}
+
+TEST(FusedGpu, TheReferenceShapeGivesAutogradsLossAndGradients) {
+  EncoderShape shape;  // the reference model: embed 20, 1 head, 2 blocks, FF 32
+  shape.dropout = 0.1;
+  expect_kernel_equals_autograd(shape, 40, true);
+  expect_kernel_equals_autograd(shape, 9, false);
+}
+
+TEST(FusedGpu, FourHeadsThreeBlocksWideFeedForward) {
+  EncoderShape shape;
+  shape.embed = 16;
+  shape.heads = 4;
+  shape.blocks = 3;
+  shape.hidden = 40;  // F > 3D: the wide gradient buffer sized by F
+  shape.dropout = 0.1;
+  expect_kernel_equals_autograd(shape, 35, true);
+}
+
+// The copy family's shape: embed 32, 4 heads of 8, FF 64, 13 positions.
+TEST(FusedGpu, TheCopyFamilyShapeGivesAutogradsLossAndGradients) {
+  EncoderShape shape;
+  shape.embed = 32;
+  shape.heads = 4;
+  shape.hidden = 64;
+  shape.context = 13;
+  shape.vocab = 12;
+  shape.dropout = 0.1;
+  expect_kernel_equals_autograd(shape, 33, true);
+}
+
+// The tables' gradients themselves, for every member's every table, the fixed ones too (their
+// gradients asked for through the execution's every_table_learned), against autograd with the
+// tables as leaves.
+TEST(FusedGpu, EveryTablesGradientEqualsAutogradsWithDropout) {
+  const EncoderShape shape = test::small_shape(0.1);
+  Encoder model(shape, kernel_members(shape), torch::kCPU);
+  const int64_t M = model->member_count(), B = 37;
+  auto inputs = test::random_tokens(M, B, shape, 21);
+  auto targets = test::random_tokens(M, B, shape, 22);
+  const DropoutMasks masks = model->dropout_masks(B);
+  PositionalTables tables = model->positional_tables(shape.context);
+  for (auto& table : tables.hooks)
+    if (table.stacked.defined()) table.stacked = table.stacked.detach().clone().requires_grad_(true);
+  member_losses(model->forward(inputs, tables, &masks, nullptr), targets).sum().backward();
+
+  FusedGpuExecution every_table;
+  every_table.every_table_learned = true;
+  FusedGpuKernels kernels(*model, B, shape.context, every_table);
+  PositionalTables ours;
+  kernels.loss_backward(model->positional_tables(shape.context), inputs, targets, {}, keys_of(masks), &ours);
+  const auto& hooks = hook_registry();
+  int compared = 0;
+  for (size_t index = 0; index < hooks.size(); ++index) {
+    const HookTable& reference = tables.hooks[index];
+    if (!reference.any_used()) continue;
+    ASSERT_TRUE(ours.hooks[index].stacked.defined()) << hooks[index]->name();
+    double scale = 0, diff = 0;
+    for (int64_t m = 0; m < M; ++m) {
+      if (!reference.used[m]) continue;
+      const torch::Tensor expected = reference.stacked.grad()[m];
+      const double member_diff = test::max_abs_diff(expected, ours.hooks[index].stacked[m]);
+      const double member_scale = expected.abs().max().item<double>();
+      EXPECT_LT(member_diff, 5e-5 * std::max(member_scale, 1e-3)) << hooks[index]->name() << " " << model->members()[m].arm;
+      scale = std::max(scale, member_scale);
+      diff = std::max(diff, member_diff);
+    }
+    std::printf("  %s table gradient: largest %.2e, worst difference %.1e\n", hooks[index]->name().c_str(), scale, diff);
+    EXPECT_GT(scale, 1e-4) << hooks[index]->name();
+    ++compared;
+  }
+  EXPECT_EQ(compared, 3) << "the embedding rows, the pair angles and the score bias";
+}
+
+// Copy-task inputs (M, B, T): each member its own examples (a coupled member reads its
+// outputs' sources from them).
+torch::Tensor copy_inputs(int64_t M, int64_t B) {
+  TaskConfig task;
+  task.examples = 400;
+  const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs;  // (N, T)
+  torch::manual_seed(23);
+  return rows.index_select(0, torch::randint(0, rows.size(0), {M * B}, torch::kLong)).view({M, B, rows.size(1)});  // (M, B, T)
+}
+
+// Position IDs of each kind: every kernel scheme that reads positions and takes the kind,
+// members at 0..T-1 beside them, each example at its own IDs of 0..39 (coupled: an output at
+// its source's, so an example holds an ID twice).
+TEST(FusedGpu, PositionIdsOfEveryKindGiveAutogradsLossAndGradients) {
+  const EncoderShape shape = test::small_shape(0.1);
+  for (const std::string kind : {"random", "offset", "coupled"}) {
+    std::vector<MemberSpec> members;
+    for (auto member : kernel_members(shape)) {
+      member.options.position_ids = kind;
+      member.options.position_range = 40;
+      if (!test::positional_runs(member.positional, member.options, member.causal, shape)) continue;
+      if (member.positional == "learned") member.options.learned_positions = 40;
+      members.push_back(member);
+    }
+    members.push_back({"sinusoidal-plain", 40, "sinusoidal", false, {}});
+    members.push_back({"learned-plain", 41, "learned", false, {}});
+    Encoder model(shape, members, torch::kCPU);
+    const int64_t M = model->member_count(), B = 37;
+    auto inputs = copy_inputs(M, B);
+    auto targets = test::random_tokens(M, B, shape, 22);
+    const DropoutMasks masks = model->dropout_masks(B);
+    const torch::Tensor positions = model->training_positions(inputs);  // (M, B, T)
+    ASSERT_TRUE(positions.defined());
+    const StepResult reference = autograd_step(model, inputs, targets, &masks, positions);
+    const StepResult ours = kernel_step(model, inputs, targets, &masks, positions);
+    std::string where;
+    const double worst = worst_relative_gradient_difference(reference, ours, &where);
+    std::printf("  position IDs %-8s %2lld members: loss diff %.1e, worst relative gradient diff %.1e (%s)\n",
+                kind.c_str(), static_cast<long long>(M), test::max_abs_diff(reference.loss, ours.loss), worst,
+                where.c_str());
+    EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5) << kind;
+    EXPECT_LT(worst, 5e-5) << kind << " " << where;
+  }
+}
+
+// The hand-written CPU step and the GPU's kernels: two implementations of one function.
+TEST(FusedGpu, TheKernelGivesTheFusedCpuStepsLossAndGradients) {
+  const EncoderShape shape = test::small_shape(0.1);
+  Encoder model(shape, kernel_members(shape, kFusedCpuStep), torch::kCPU);
+  const int64_t M = model->member_count(), B = 45;
+  auto inputs = test::random_tokens(M, B, shape, 31);
+  auto targets = test::random_tokens(M, B, shape, 32);
+  const DropoutMasks masks = model->dropout_masks(B);
+  model->zero_grad();
+  const PositionalTables tables = model->positional_tables(shape.context);
+  PositionalTables table_grads;
+  auto cpu_loss = fused_cpu_loss_backward(*model, tables, inputs, targets, &masks, &table_grads);
+  model->positional_backward(tables, table_grads);
+  const StepResult cpu{cpu_loss, gradients_of(model)};
+  const StepResult ours = kernel_step(model, inputs, targets, &masks);
+  const double worst = worst_relative_gradient_difference(cpu, ours);
+  std::printf("  fused CPU step vs the kernel: loss %.1e, worst relative gradient %.1e\n",
+              test::max_abs_diff(cpu.loss, ours.loss), worst);
+  EXPECT_LT(test::max_abs_diff(cpu.loss, ours.loss), 1e-5);
+  EXPECT_LT(worst, 5e-5);
+}
+
+// The comparison can fail: other dropout masks give other gradients.
+TEST(FusedGpu, OtherDropoutMasksGiveOtherGradients) {
+  const EncoderShape shape = test::small_shape(0.1);
+  Encoder model(shape, kernel_members(shape), torch::kCPU);
+  auto inputs = test::random_tokens(model->member_count(), 40, shape, 11);
+  auto targets = test::random_tokens(model->member_count(), 40, shape, 12);
+  const DropoutMasks first = model->dropout_masks(40), second = model->dropout_masks(40);
+  const StepResult reference = autograd_step(model, inputs, targets, &first);
+  const StepResult other = kernel_step(model, inputs, targets, &second);
+  EXPECT_GT(worst_relative_gradient_difference(reference, other), 1e-2);
+}
+
+// Every float is one item's sum in a fixed order: the same bits with one thread, 7 or 256,
+// the threads of every phase in shuffled orders (an item reading what another item of its
+// phase writes would differ), and tiles of 1, 3 or the most examples that fit.
+TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
+  const EncoderShape shape = test::small_shape(0.1);
+  std::vector<MemberSpec> members = kernel_members(shape);
+  for (size_t m = 0; m < members.size(); m += 3) {  // and under position IDs, where tables' gradients gather
+    if (members[m].positional == "none" || members[m].positional == "learned") continue;
+    members[m].options.position_ids = "coupled";
+    members[m].options.position_range = 24;
+    if (!test::positional_runs(members[m].positional, members[m].options, members[m].causal, shape))
+      members[m].options.position_ids = "sequential";
+  }
+  Encoder model(shape, members, torch::kCPU);
+  const int64_t M = model->member_count(), B = 40;
+  auto inputs = copy_inputs(M, B);
+  auto targets = test::random_tokens(M, B, shape, 6);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const torch::Tensor positions = model->training_positions(inputs);
+  FusedGpuExecution every_table;  // the fixed tables' gradients too
+  every_table.every_table_learned = true;
+  const StepResult base = kernel_step(model, inputs, targets, &masks, positions, every_table);
+  const int64_t one_example = kernels::tile_layout(
+      kernels::StepShape{static_cast<int>(B), 10, 8, 2, 4, 12, 11, 2, static_cast<int>(model->table_positions(10))}, 1).floats * 4;
+  struct Variant {
+    const char* what;
+    int threads;
+    uint64_t shuffle;
+    int64_t shared;
+  };
+  for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
+                           Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
+                           Variant{"tiles of 1", 256, 17, one_example * 2}, Variant{"tiles of 3", 33, 3, one_example * 6}}) {
+    FusedGpuExecution execution = every_table;
+    execution.threads = v.threads;
+    execution.shuffle_seed = v.shuffle;
+    execution.shared_bytes = v.shared;
+    const StepResult other = kernel_step(model, inputs, targets, &masks, positions, execution);
+    EXPECT_TRUE(bit_equal(base, other)) << v.what << ": worst relative gradient difference "
+                                        << worst_relative_gradient_difference(base, other);
+  }
+  FusedGpuExecution tiles_of_one;
+  tiles_of_one.shared_bytes = one_example * 2;
+  EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_one).tile_examples(), 1);
+  EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
+}
+
+// A member's numbers never depend on the members beside it.
+TEST(FusedGpu, AMemberAloneIsTheSameMemberInABatch) {
+  const EncoderShape shape = test::small_shape(0.1);
+  const auto members = kernel_members(shape);
+  Encoder batch(shape, members, torch::kCPU);
+  const int64_t M = batch->member_count(), B = 50;
+  auto inputs = test::random_tokens(M, B, shape, 41);
+  auto targets = test::random_tokens(M, B, shape, 42);
+  const DropoutMasks masks = batch->dropout_masks(B);
+  const StepResult all = kernel_step(batch, inputs, targets, &masks);
+  const auto names = batch->named_parameters();
+  for (int64_t m : {int64_t{0}, M / 2, M - 1}) {
+    Encoder alone(shape, std::vector<MemberSpec>{members[m]}, torch::kCPU);
+    const DropoutMasks alone_masks = alone->dropout_masks(B);
+    const StepResult one = kernel_step(alone, inputs.narrow(0, m, 1), targets.narrow(0, m, 1), &alone_masks);
+    EXPECT_TRUE(torch::equal(one.loss[0], all.loss[m])) << members[m].arm;
+    // The stacked parameters: member m's slice; the schemes' own: member m's module.
+    const auto alone_names = alone->named_parameters();
+    for (size_t j = 0; j < one.grads.size(); ++j) {
+      const std::string name = alone_names[j].key();
+      if (name.rfind("positional.", 0) == 0) continue;  // the schemes' parameters: by module, checked below
+      const torch::Tensor* in_batch = names.find(name);
+      ASSERT_NE(in_batch, nullptr) << name;
+      const auto index = std::distance(names.begin(), std::find_if(names.begin(), names.end(),
+                                                                   [&](const auto& item) { return item.key() == name; }));
+      EXPECT_TRUE(torch::equal(one.grads[j][0], all.grads[static_cast<size_t>(index)][m])) << members[m].arm << " " << name;
+    }
+  }
+}
+
+// The DeviceStep on the kernels (uncaptured, on the CPU: their emulation) trains as the
+// autograd step: the same batches, masks, position IDs and schedule, full batch and
+// minibatches.
+void expect_trains_like_the_autograd_step(int64_t batch_size) {
+  TaskConfig task;
+  task.examples = 150;
+  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  std::vector<MemberSpec> members = {{"rope", 0, "rope", true},    {"learned", 1, "learned", false},
+                                     {"t5", 2, "t5", false},        {"alibi", 3, "alibi", true},
+                                     {"sinusoidal+random", 4, "sinusoidal", false}, {"rope+coupled", 5, "rope", false},
+                                     {"t5+offset", 6, "t5", true},  {"none", 7, "none", false}};
+  members[4].options.position_ids = "random";
+  members[5].options.position_ids = "coupled";
+  members[6].options.position_ids = "offset";
+  for (size_t m = 4; m < 7; ++m) members[m].options.position_range = 24;
+  TrainConfig train;
+  train.batch_size = batch_size;
+  Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
+  const auto owned = training_step_make(reference, data, test::with_step(train, /*fused=*/false));
+  TrainingStep& autograd = *owned;
+  DeviceStep kernel_step(model, data, train, /*capture=*/false, DeviceStepKernels::fused);
+  EXPECT_EQ(kernel_step.name(), "fused GPU");
+  double worst_loss = 0;
+  for (int step = 1; step <= 8; ++step) {
+    const double lr = 2e-3 * step / 8;
+    autograd.set_lr(lr);
+    kernel_step.set_lr(lr);
+    const auto expected = autograd.run(), got = kernel_step.run();  // (M)
+    worst_loss = std::max(worst_loss, test::max_abs_diff(expected, got));
+  }
+  EXPECT_EQ(model->next_dropout_step(), reference->next_dropout_step());
+  double worst_parameter = 0;
+  const auto a = reference->parameters(), b = model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) worst_parameter = std::max(worst_parameter, test::max_abs_diff(a[i], b[i]));
+  std::printf("batch %lld: the fused GPU step (emulated) against the autograd step over 8 steps: loss %.2e, parameters "
+              "%.2e\n",
+              static_cast<long long>(batch_size), worst_loss, worst_parameter);
+  EXPECT_LT(worst_loss, 1e-5);
+  EXPECT_LT(worst_parameter, 1e-5);
+  Encoder untrained(test::small_shape(0.1), members, torch::kCPU);
+  EXPECT_GT(test::max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
+}
+
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepFullBatch) { expect_trains_like_the_autograd_step(0); }
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepMinibatches) { expect_trains_like_the_autograd_step(16); }
+
+// What the kernel cannot run is refused, naming why: a hook without a kernel form, a tile
+// that does not fit, train.step = fused-gpu on the CPU.
+TEST(FusedGpu, WhatItCannotRunIsRefusedSayingWhy) {
+  const EncoderShape shape = test::small_shape(0.0);
+  for (const auto& member : test::every_positional_member(shape)) {
+    if (has_kernel_forms(member, shape)) continue;
+    Encoder model(shape, std::vector<MemberSpec>{member}, torch::kCPU);
+    const std::string why = fused_gpu_unsupported(*model, shape.context);
+    EXPECT_NE(why.find("hook, which the fused GPU step has no kernel for"), std::string::npos) << member.arm << ": " << why;
+  }
+  Encoder model(shape, std::vector<MemberSpec>{{"rope", 0, "rope", false}}, torch::kCPU);
+  FusedGpuExecution tiny;
+  tiny.shared_bytes = 1024;
+  EXPECT_NE(fused_gpu_unsupported(*model, shape.context, tiny).find("do not fit"), std::string::npos);
+  TrainConfig train;
+  train.step = "fused-gpu";
+  EXPECT_NE(training_step_refusal(train, torch::kCPU).find("runs on a GPU only"), std::string::npos);
+}
+
+// Every committed config's arms at every grid point: each whose scheme has kernel forms fits
+// the fused GPU step on an H100 or H200 (a tile of at least one example in a block's shared
+// memory), at its training context and table positions; the others say which hook keeps them
+// off it.
+TEST(FusedGpu, EveryCommittedConfigsKernelSchemesFitAHopperGpu) {
+  size_t fits = 0, refused = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(test::source_dir()) / "configs")) {
+    if (entry.path().extension() != ".json") continue;
+    const Config config = config_resolve(entry.path().string(), {});
+    for (const auto& scheme : config.compare.schemes)
+      for (const auto& point : grid_combinations(config.compare.grid)) {
+        SchemeSpec at_point = scheme;
+        for (const auto& [key, value] : point.items()) at_point.overrides[key] = value;
+        const Config arm = config_for_scheme(config, at_point);
+        const EncoderShape shape = encoder_shape_of(arm);
+        const MemberSpec member{scheme.name, 0, arm.model.positional, arm.model.causal, arm.model.positional_options};
+        Encoder model(shape, std::vector<MemberSpec>{member}, torch::kCPU);
+        const std::string why = fused_gpu_unsupported(*model, shape.context);
+        if (has_kernel_forms(member, shape)) {
+          EXPECT_EQ(why, "") << entry.path().filename() << " " << scheme.name;
+          ++fits;
+        } else {
+          EXPECT_NE(why.find("hook, which the fused GPU step has no kernel for"), std::string::npos) << why;
+          ++refused;
+        }
+      }
+  }
+  std::printf("  committed configs' arms: %zu run on the fused GPU step, %zu refused by a hook\n", fits, refused);
+  EXPECT_GT(fits, 20u);
+}
+
+// ---- On a GPU (skipped where LibTorch sees none) --------------------------------------------
+
+#define COPYTASK_REQUIRE_CUDA()                                                                  \
+  if (!torch::cuda::is_available())                                                              \
+  GTEST_SKIP() << "no CUDA device visible to this LibTorch: the CUDA tests run on the GPU "      \
+                  "machine (scripts/gpu_run.sh)"
+
+const torch::Device kCuda(torch::kCUDA, 0);
+
+// The reference study's schemes and two under position IDs: members whose whole step,
+// schemes' tables included, has no float atomics (T5's and FIRE's tables reach their
+// parameters through LibTorch's index backward, which sums with atomics on a GPU).
+std::vector<MemberSpec> reference_members() {
+  std::vector<MemberSpec> members = {{"none", 0, "none", false},        {"sinusoidal", 1, "sinusoidal", false},
+                                     {"learned", 2, "learned", false},  {"rope", 3, "rope", false},
+                                     {"alibi", 4, "alibi", false},      {"alibi+causal", 5, "alibi", true},
+                                     {"rope+coupled", 6, "rope", false}, {"sinusoidal+random", 7, "sinusoidal", false}};
+  members[6].options.position_ids = "coupled";
+  members[7].options.position_ids = "random";
+  members[6].options.position_range = members[7].options.position_range = 24;
+  return members;
+}
+
+// One step of the kernels on a model on `device` (the same members, so the same weights);
+// the results on the CPU.
+StepResult kernel_step_on(const torch::Device& device, const EncoderShape& shape, const std::vector<MemberSpec>& members,
+                          const torch::Tensor& inputs, const torch::Tensor& targets, int64_t B) {
+  Encoder model(shape, members, device);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const torch::Tensor positions = model->training_positions(inputs.to(device));
+  StepResult result = kernel_step(model, inputs.to(device), targets.to(device), &masks, positions);
+  result.loss = result.loss.cpu();
+  for (auto& g : result.grads) g = g.cpu();
+  return result;
+}
+
+// The GPU's kernels against their emulation on the CPU: the same arithmetic, so within float
+// rounding of the few functions whose last bits differ between the two (exp, log).
+TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
+  COPYTASK_REQUIRE_CUDA();
+  for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
+    const auto members = kernel_members(shape);
+    const int64_t M = static_cast<int64_t>(members.size()), B = 70;
+    auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
+    auto targets = test::random_tokens(M, B, shape, 12);
+    const StepResult cpu = kernel_step_on(torch::kCPU, shape, members, inputs, targets, B);
+    const StepResult gpu = kernel_step_on(kCuda, shape, members, inputs, targets, B);
+    const double worst = worst_relative_gradient_difference(cpu, gpu);
+    std::printf("  heads %lld: GPU kernels vs their CPU emulation: loss %.1e, worst relative gradient %.1e\n",
+                static_cast<long long>(shape.heads), test::max_abs_diff(cpu.loss, gpu.loss), worst);
+    EXPECT_LT(test::max_abs_diff(cpu.loss, gpu.loss), 1e-6);
+    EXPECT_LT(worst, 1e-5);
+  }
+}
+
+// Against LibTorch's autograd on the same GPU (the device step's arithmetic).
+TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
+  COPYTASK_REQUIRE_CUDA();
+  const EncoderShape shape = test::small_shape(0.1);
+  Encoder model(shape, kernel_members(shape), kCuda);
+  const int64_t M = model->member_count(), B = 70;
+  auto inputs = test::random_tokens(M, B, shape, 11).to(kCuda);
+  auto targets = test::random_tokens(M, B, shape, 12).to(kCuda);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const StepResult reference = autograd_step(model, inputs, targets, &masks);
+  const StepResult ours = kernel_step(model, inputs, targets, &masks);
+  const double worst = worst_relative_gradient_difference(reference, ours);
+  std::printf("  GPU kernels vs GPU autograd: loss %.1e, worst relative gradient %.1e\n",
+              test::max_abs_diff(reference.loss, ours.loss), worst);
+  EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
+  EXPECT_LT(worst, 5e-5);
+}
+
+// No float atomics: two runs of the whole training (the tables' gradients, Adam) give the same
+// bits, captured or not, and the captured step equals the uncaptured one bit for bit.
+TEST(FusedGpuOnCuda, TwoRunsAndTheCapturedStepGiveTheSameBits) {
+  COPYTASK_REQUIRE_CUDA();
+  TaskConfig task;
+  task.examples = 300;
+  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  for (int64_t batch_size : {0, 32}) {
+    TrainConfig train;
+    train.batch_size = batch_size;
+    auto run = [&](bool capture) {
+      Encoder model(test::small_shape(0.1), reference_members(), kCuda);
+      DeviceStep step(model, data, train, capture, DeviceStepKernels::fused);
+      std::vector<torch::Tensor> losses;
+      for (int i = 1; i <= DeviceStep::kWarmupSteps + 10; ++i) {
+        step.set_lr(3e-3 * i / (DeviceStep::kWarmupSteps + 10));
+        losses.push_back(step.run().cpu());
+      }
+      EXPECT_TRUE(step.capture_failure().empty()) << step.capture_failure();
+      EXPECT_EQ(step.name(), capture ? "fused GPU, CUDA graph" : "fused GPU");
+      std::vector<torch::Tensor> parameters;
+      for (const auto& p : model->parameters()) parameters.push_back(p.detach().cpu());
+      return std::make_pair(losses, parameters);
+    };
+    const auto first = run(true), second = run(true), plain = run(false);
+    for (const auto* other : {&second, &plain}) {
+      for (size_t i = 0; i < first.first.size(); ++i) EXPECT_TRUE(torch::equal(first.first[i], other->first[i])) << i;
+      for (size_t i = 0; i < first.second.size(); ++i) EXPECT_TRUE(torch::equal(first.second[i], other->second[i])) << i;
+    }
+    EXPECT_LT(first.first.back().sum().item<double>(), first.first.front().sum().item<double>()) << "it trained";
+  }
+}
+
+// The switch that says this build compiles copytask's CUDA kernels (kernels/cuda_switch.h)
+// against an independent fact: whether this binary loaded LibTorch's CUDA library. A CUDA
+// build with its kernels off, or a CPU build that thinks it has them, fails here.
+TEST(Kernels, TheCudaBuildAndOnlyItCompilesTheKernels) {
+  bool torch_cuda = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* found) {
+        if (info->dlpi_name && std::strstr(info->dlpi_name, "libtorch_cuda.so")) *static_cast<bool*>(found) = true;
+        return 0;
+      },
+      &torch_cuda);
+  std::printf("  libtorch_cuda.so loaded: %d; COPYTASK_CUDA_KERNELS(): %d\n", torch_cuda ? 1 : 0, COPYTASK_CUDA_KERNELS());
+  EXPECT_EQ(COPYTASK_CUDA_KERNELS() == 1, torch_cuda);
+}
+
+}  // namespace
+}  // namespace copytask
