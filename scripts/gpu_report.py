@@ -5,6 +5,8 @@
     gpu_report.py env SUMMARY                             the machine: GPU, driver, versions, ABI
     gpu_report.py bench OUT                               bench.json from copytask's and the baseline's JSON,
                                                           and the PyTorch 2 peers' folded in (again after each)
+    gpu_report.py fused OUT                               the fused GPU step's cases beside the device step
+                                                          and PyTorch's (fused.json, or bench.json's "fused")
     gpu_report.py study SUMMARY RUN_JSON SECONDS          the reference study's run.json and wall time
     gpu_report.py print SUMMARY                           one line per stage
 """
@@ -184,6 +186,65 @@ def bench(out):
         os.remove(os.path.join(out, "b%s.json" % key))
 
 
+# The fused GPU step's cases (gpu_run.sh's fused-bench stage): each beside the device step of
+# the same case on the same GPU and PyTorch's eager loop; the peers under torch.compile come
+# from bench.json's peers when the bench stage ran in the same call.
+FUSED_CASES = (("q", "quick, batch 128, 18 members", "2"), ("r", "reference study, full batch, 30 members", "3"))
+
+
+def fused(out):
+    """fused.json (or bench.json's "fused", when the bench stage's bench.json is there) from
+    the fused-bench stage's files: f<key>.json (fused step), d<key>.json (device step),
+    e<key>.json (PyTorch eager), fp.json (the fused step uncaptured, profiled)."""
+    bench_path = os.path.join(out, "bench.json")
+    peers = load(bench_path).get("peers", []) if os.path.exists(bench_path) else []
+    cases, used = [], []
+    for key, label, peer_key in FUSED_CASES:
+        f, d, e = (load(os.path.join(out, "%s%s.json" % (kind, key))) for kind in "fde")
+        used += [os.path.join(out, "%s%s.json" % (kind, key)) for kind in "fde"]
+        rate = f["member_steps_per_second"]
+        case = {"case": label, "fused": f, "device_step": d, "eager": e,
+                "step_seconds": f["members"] / rate,
+                "over_device_step": rate / d["member_steps_per_second"],
+                "over_eager": rate / e["member_steps_per_second"]}
+        compiled = [p for p in peers if p["case"] == label and p["form"] == "vmap-compile" and p["status"] == "ok"]
+        case["over_vmap_compile"] = rate / compiled[0]["member_steps_per_second"] if compiled else None
+        cases.append(case)
+        print("%-40s fused %9.2f m-s/s (%s, %.2f ms a step, %.1f GFLOP/s): %.2fx the device step, %.2fx eager%s" %
+              (label, rate, f["training_step"], 1e3 * case["step_seconds"], f["flops_per_second"] / 1e9,
+               case["over_device_step"], case["over_eager"],
+               ", %.2fx vmap+compile" % case["over_vmap_compile"] if case["over_vmap_compile"] else ""))
+    study = cases[1]["fused"]
+    gpu = study.get("gpu", {}).get("name") or study.get("device")
+    peak = fp32_peak(gpu)
+    record = {"device": gpu, "cases": cases,
+              "reference_study_seconds_estimate": 2000 * study["members"] / study["member_steps_per_second"],
+              "fraction_of_fp32_peak": study["flops_per_second"] / peak if peak else None,
+              "goals": {"reference_study_seconds": 10.0, "over_eager": 30.0, "over_vmap_compile": 3.0,
+                        "fraction_of_fp32_peak": 0.35}}
+    profiled = os.path.join(out, "fp.json")
+    if os.path.exists(profiled):
+        profile = load(profiled).get("profile")
+        used.append(profiled)
+        if profile:
+            record["profile"] = profile
+            print("fused step uncaptured: %.3f ms of kernels a step; the longest:" % (1e3 * profile["kernel_seconds_per_step"]))
+            for kernel in profile["kernels"][:8]:
+                print("  %5.1f%% %8.3f ms %5.1f calls  %.100s" % (100 * kernel["share"], 1e3 * kernel["seconds_per_step"],
+                                                              kernel["calls_per_step"], kernel["name"]))
+    print("reference study on the fused step: %.1f s estimated (goal 10 s), %s of the FP32 peak (goal 35%%)" %
+          (record["reference_study_seconds_estimate"],
+           "%.1f%%" % (100 * record["fraction_of_fp32_peak"]) if peak else "an unknown share"))
+    if os.path.exists(bench_path):
+        data = load(bench_path)
+        data["fused"] = record
+        save(bench_path, data)
+    else:
+        save(os.path.join(out, "fused.json"), record)
+    for name in used:
+        os.remove(name)
+
+
 def main():
     verb = sys.argv[1]
     if verb == "stage":
@@ -196,6 +257,8 @@ def main():
         env(sys.argv[2])
     elif verb == "bench":
         bench(sys.argv[2])
+    elif verb == "fused":
+        fused(sys.argv[2])
     elif verb == "study":
         data = load(sys.argv[2])
         data["study"] = {"run": load(sys.argv[3]), "wall_seconds": float(sys.argv[4])}

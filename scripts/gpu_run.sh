@@ -23,6 +23,16 @@
 #                  torch.func vmap ensemble, and that under torch.compile with CUDA graphs,
 #                  mode="reduce-overhead"), each folded into bench.json's peers as it ends
 #       study      the reference study (configs/reference.json) on the GPU, timed -> study_results.json
+#       fused      the fused GPU step (train.step=fused-gpu; docs/gpu.md): its tests on this GPU (its
+#                  kernels against their CPU emulation and against autograd, two runs and the
+#                  captured step bit for bit), compute-sanitizer's racecheck, synccheck and
+#                  memcheck on its small CUDA test, and the smoke study on it against the CPU
+#                  (fused_smoke_token.json, fused_smoke_loss.json)
+#       fused-bench  the fused step beside the device step and PyTorch's eager loop, quick and
+#                  reference-study cases, and its uncaptured step profiled -> fused.json (or
+#                  bench.json's "fused" after the bench stage in the same call)
+#       fused-study  the reference study trained on the fused step, timed, compared seed for seed
+#                  with the CPU's committed one -> fused_study_results.json, fused_compare.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, trace.json, study_results.json, smoke_token.json,
 #     smoke_loss.json (the device tool brings back 8 files at most)
@@ -151,7 +161,49 @@ for name in "${stages[@]}"; do
         seconds=\$('$python' -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' \$start \$(date +%s.%N))
         cp /tmp/copytask-reference-gpu/results.json $out/study_results.json
         '$python' $report study '$summary' /tmp/copytask-reference-gpu/run.json \$seconds" ;;
-    *) echo "unknown stage $name: env, configure, build, test, bench or study" >&2; exit 2 ;;
+    fused)
+      # The CUDA tests, then the sanitizers on the smallest of them (a few dozen blocks: racecheck
+      # and synccheck instrument every shared-memory access), then the smoke study on the fused
+      # step: arms whose schemes have no kernel form train on the device step, saying why.
+      tests_binary=${prebuilt:+$prebuilt/run tests}
+      tests_binary=${tests_binary:-$build/tests/copytask_tests}
+      stage fused 420 "set -e
+        $tests_binary --gtest_brief=1 --gtest_filter='FusedGpu*:Kernels*'
+        for tool in racecheck synccheck memcheck; do
+          echo \"== compute-sanitizer --tool \$tool\"
+          compute-sanitizer --tool \$tool --error-exitcode 1 --target-processes all \
+            $tests_binary --gtest_brief=1 --gtest_filter='FusedGpuOnCuda.ASmallStepForTheSanitizers'
+        done
+        rm -rf /tmp/copytask-fused-smoke-gpu /tmp/copytask-fused-smoke-cpu
+        $copytask compare --config configs/gpu-smoke.json train.device=cuda train.step=fused-gpu --out /tmp/copytask-fused-smoke-gpu
+        $copytask compare --config configs/gpu-smoke.json train.device=cpu --out /tmp/copytask-fused-smoke-cpu
+        '$python' scripts/compare_results.py /tmp/copytask-fused-smoke-cpu/results.json /tmp/copytask-fused-smoke-gpu/results.json \
+          --labels CPU fused-GPU --metric test_token --tolerance 0.02 --strict --json $out/fused_smoke_token.json
+        '$python' scripts/compare_results.py /tmp/copytask-fused-smoke-cpu/results.json /tmp/copytask-fused-smoke-gpu/results.json \
+          --labels CPU fused-GPU --metric final_loss --tolerance 0.01 --strict --json $out/fused_smoke_loss.json" ;;
+    fused-bench)
+      stage fused-bench 420 "set -e
+        b='$copytask'
+        \$b bench --compare --config configs/quick.json train.device=cuda train.step=fused-gpu --warmup 3 --steps 20 --json $out/fq.json
+        \$b bench --compare --config configs/quick.json train.device=cuda --warmup 3 --steps 20 --json $out/dq.json
+        '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/eq.json
+        \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu --warmup 3 --steps 20 --json $out/fr.json
+        \$b bench --compare --config configs/reference.json train.device=cuda --warmup 3 --steps 10 --json $out/dr.json
+        '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/er.json
+        \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false --warmup 3 --steps 10 \\
+          --profile $out/fused_trace.json --json $out/fp.json
+        '$python' $report fused $out" ;;
+    fused-study)
+      stage fused-study 600 "set -e
+        rm -rf /tmp/copytask-reference-fused
+        start=\$(date +%s.%N)
+        $copytask compare --config configs/reference.json train.device=cuda train.step=fused-gpu --out /tmp/copytask-reference-fused
+        seconds=\$('$python' -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' \$start \$(date +%s.%N))
+        echo \"reference study on the fused GPU step: \$seconds s wall\"
+        cp /tmp/copytask-reference-fused/results.json $out/fused_study_results.json
+        '$python' scripts/compare_results.py experiments/reference-study/results.json /tmp/copytask-reference-fused/results.json \
+          --labels CPU fused-GPU --json $out/fused_compare.json" ;;
+    *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-bench or fused-study" >&2; exit 2 ;;
   esac
 done
 echo "== summary ($summary):"

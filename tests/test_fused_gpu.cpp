@@ -24,9 +24,11 @@
 #include "model/fused_gpu.h"
 #include "model/hooks/registry.h"
 #include "task/copy_task.h"
+#include "parity_fixtures.h"
 #include "test_paths.h"
 #include "test_util.h"
 #include "train/device_step.h"
+#include "study/study_plan.h"
 #include "train/step_factory.h"
 #include "train/train_data.h"
 
@@ -183,6 +185,43 @@ TEST(FusedGpu, TheCopyFamilyShapeGivesAutogradsLossAndGradients) {
   shape.vocab = 12;
   shape.dropout = 0.1;
   expect_kernel_equals_autograd(shape, 33, true);
+}
+
+// The independent PyTorch reference's fixtures (tests/reference): every fixture of a scheme
+// the kernels run, one member each of one batch, the fixtures' position IDs, no dropout: the
+// losses and every gradient (the schemes' parameters' through the tables') within the
+// fixtures' tolerance.
+TEST(FusedGpu, ThePytorchReferencesFixturesThroughTheKernels) {
+  using namespace test::parity;
+  std::vector<Fixture> fixtures;
+  for (const auto& name : fixture_names()) {
+    Fixture fixture = load_fixture(name);
+    const auto& config = fixture.json["config"];
+    const MemberSpec member{name, 0, config["positional"], config["causal"], options_of(config)};
+    if (has_kernel_forms(member, shape_of(config))) fixtures.push_back(std::move(fixture));
+  }
+  ASSERT_GE(fixtures.size(), 10u);
+  LoadedBatch batch = loaded_batch(fixtures);
+  Encoder& model = batch.model;
+  const torch::Tensor tokens = torch::stack(batch.tokens), targets = torch::stack(batch.targets);  // (M, B, T)
+  model->zero_grad();
+  FusedGpuKernels kernels(*model, tokens.size(1), tokens.size(2));
+  const PositionalTables tables = model->positional_tables(batch.table_positions);
+  PositionalTables table_grads;
+  const torch::Tensor losses = kernels.loss_backward(tables, tokens, targets, batch.positions, {}, &table_grads);
+  if (tables.any_learned()) model->positional_backward(tables, table_grads);
+  double worst_loss = 0, worst_grad = 0;
+  for (size_t m = 0; m < fixtures.size(); ++m) {
+    const double loss_diff = std::abs(losses[static_cast<int64_t>(m)].item<double>() - fixtures[m].json["loss"].get<double>());
+    std::string worst_name;
+    const double grad_diff = fixture_gradient_difference(model, static_cast<int64_t>(m), fixtures[m], &worst_name);
+    EXPECT_LT(loss_diff, kTolerance) << fixtures[m].name;
+    EXPECT_LT(grad_diff, kTolerance) << fixtures[m].name << " gradient " << worst_name;
+    worst_loss = std::max(worst_loss, loss_diff);
+    worst_grad = std::max(worst_grad, grad_diff);
+  }
+  std::printf("  %zu fixtures through the kernels: maxdiff loss %.2e, gradients %.2e\n", fixtures.size(), worst_loss,
+              worst_grad);
 }
 
 // The tables' gradients themselves, for every member's every table, the fixed ones too (their
@@ -449,6 +488,36 @@ TEST(FusedGpu, WhatItCannotRunIsRefusedSayingWhy) {
   EXPECT_NE(training_step_refusal(train, torch::kCPU).find("runs on a GPU only"), std::string::npos);
 }
 
+// Under train.step = fused-gpu the planner keeps the members the kernels can run apart from
+// those whose schemes fall back to the device step, so that no member trains slower because
+// of a neighbour; under auto the same arms share a batch as before.
+TEST(FusedGpu, ThePlannerKeepsTheKernelsMembersApartFromTheOthers) {
+  for (const std::string step : {"fused-gpu", "auto"}) {
+    Config config;
+    config.train.step = step;
+    config.train.seeds = {0, 1};
+    config.compare.schemes = {{"rope", {{"model.positional", "rope"}}},
+                              {"cope", {{"model.positional", "cope"}}},
+                              {"alibi", {{"model.positional", "alibi"}}},
+                              {"fox", {{"model.positional", "fox"}, {"model.causal", true}}}};
+    const std::vector<StudyArm> arms = study_arms_for_compare(config);
+    const auto batches = study_batches(study_members(arms));
+    std::vector<std::string> names;
+    for (const auto& batch : batches) {
+      std::string line;
+      for (const auto& member : batch) line += member.arm->name + " ";
+      names.push_back(line);
+    }
+    if (step == "fused-gpu") {
+      ASSERT_EQ(batches.size(), 2u);
+      EXPECT_EQ(names[0], "rope rope alibi alibi ");
+      EXPECT_EQ(names[1], "cope cope fox fox ");
+    } else {
+      EXPECT_EQ(batches.size(), 1u) << names[0];
+    }
+  }
+}
+
 // Every committed config's arms at every grid point: each whose scheme has kernel forms fits
 // the fused GPU step on an H100 or H200 (a tile of at least one example in a block's shared
 // memory), at its training context and table positions; the others say which hook keeps them
@@ -551,6 +620,37 @@ TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
               test::max_abs_diff(reference.loss, ours.loss), worst);
   EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
   EXPECT_LT(worst, 5e-5);
+}
+
+// The kernels alone on a small batch (two members, 40 examples, two heads, dropout, a score
+// bias and a rotation): what gpu_run.sh's fused stage runs under compute-sanitizer's
+// racecheck, synccheck and memcheck, where every shared-memory access is instrumented.
+TEST(FusedGpuOnCuda, ASmallStepForTheSanitizers) {
+  COPYTASK_REQUIRE_CUDA();
+  const EncoderShape shape = test::small_shape(0.1);
+  const std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"t5", 1, "t5", false, test::small_options()}};
+  Encoder model(shape, members, kCuda);
+  const int64_t B = 40;
+  auto inputs = test::random_tokens(2, B, shape, 1).to(kCuda);
+  auto targets = test::random_tokens(2, B, shape, 2).to(kCuda);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const StepResult result = kernel_step(model, inputs, targets, &masks);
+  EXPECT_TRUE(torch::isfinite(result.loss).all().item<bool>());
+  EXPECT_GT(result.loss.min().item<double>(), 0.5);
+}
+
+// A batch the kernels cannot run (a content scheme) trains on the device step, saying why.
+TEST(FusedGpuOnCuda, ABatchTheKernelsCannotRunFallsBackSayingWhy) {
+  COPYTASK_REQUIRE_CUDA();
+  TaskConfig task;
+  task.examples = 200;
+  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"cope", 0, "cope", true, test::small_options()}}, kCuda);
+  TrainConfig train;
+  train.step = "fused-gpu";
+  const auto step = training_step_make(model, data, train);
+  EXPECT_EQ(step->name(), "CUDA graph");
+  EXPECT_NE(step->fallback_reason().find("the content hook"), std::string::npos) << step->fallback_reason();
 }
 
 // No float atomics: two runs of the whole training (the tables' gradients, Adam) give the same

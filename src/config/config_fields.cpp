@@ -242,8 +242,9 @@ std::vector<ConfigField> make_fields() {
             "the fused step, else autograd, saying why; on a GPU the device step, a CUDA graph where "
             "`train.cuda_graph` is on); `fused`, the hand-written CPU step (refused on a GPU, and where it cannot "
             "run the model); `fused-gpu`, the GPU's hand-written kernels, the whole forward and backward of every "
-            "member in one launch (refused on the CPU, and where a member's scheme has no kernel form: docs/gpu.md; "
-            "not yet run on a GPU, so not yet auto's choice); `autograd`, LibTorch's autograd op by op, uncaptured "
+            "member in one launch (refused on the CPU; members whose schemes act through a hook without a kernel "
+            "form train in batches of their own on the device step, saying why: docs/gpu.md; not yet run on a GPU, "
+            "so not yet auto's choice); `autograd`, LibTorch's autograd op by op, uncaptured "
             "(on the CPU a full batch in chunks of 256 examples per member; on a GPU the device step without its "
             "CUDA graph, as `train.cuda_graph=false`). The same numbers up to float rounding; schemes on different "
             "steps train in different batches",

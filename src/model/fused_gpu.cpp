@@ -55,6 +55,23 @@ kernels::MemberFlag learned_flag(KernelTableForm form) {
 
 }  // namespace
 
+namespace {
+// Why a member's positional cannot run on the kernels: the first of its hooks without a form.
+std::string hooks_problem(PositionalScheme& positional, const std::string& name) {
+  for (const Hook* hook : positional.member_hooks())
+    if (hook->kernel_form() == KernelTableForm::none)
+      return "positional scheme " + name + " acts through the " + hook->name() +
+             " hook, which the fused GPU step has no kernel for";
+  return "";
+}
+}  // namespace
+
+std::string fused_gpu_scheme_problem(const std::string& positional, const PositionalOptions& options,
+                                     const EncoderShape& shape, bool causal) {
+  const PositionalShape positional_shape{shape.context, shape.embed, shape.heads, shape.blocks, causal};
+  return hooks_problem(*positional_scheme_make(positional, options, positional_shape), positional);
+}
+
 std::string fused_gpu_unsupported(EncoderImpl& model, int64_t T, const FusedGpuExecution& execution) {
   if (model.tok_emb.scalar_type() != torch::kFloat32) return "the model is not float32";
   if (model.device().is_cuda() && !COPYTASK_CUDA_KERNELS())
@@ -63,11 +80,10 @@ std::string fused_gpu_unsupported(EncoderImpl& model, int64_t T, const FusedGpuE
   if (model.shape().blocks > kernels::kMaxBlocks)
     return "model.blocks = " + std::to_string(model.shape().blocks) + ": the kernel holds at most " +
            std::to_string(kernels::kMaxBlocks) + " blocks";
-  for (int64_t m = 0; m < model.member_count(); ++m)
-    for (const Hook* hook : model.scheme(m).member_hooks())
-      if (hook->kernel_form() == KernelTableForm::none)
-        return "member " + model.members()[m].arm + "'s positional scheme " + model.members()[m].positional +
-               " acts through the " + hook->name() + " hook, which the fused GPU step has no kernel for";
+  for (int64_t m = 0; m < model.member_count(); ++m) {
+    const std::string problem = hooks_problem(model.scheme(m), model.members()[m].positional);
+    if (!problem.empty()) return "member " + model.members()[m].arm + "'s " + problem;
+  }
   const kernels::StepShape s = step_shape(model, 1, T, model.table_positions(T));
   const int64_t shared = shared_bytes_of(model, execution);
   if (kernels::tile_examples(s, shared) < 1)

@@ -36,6 +36,12 @@ struct FusedGpuExecution {
 // An H100's and H200's shared memory for one block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
 inline constexpr int64_t kHopperSharedBytes = 232448;
 
+// Why the fused GPU step's kernels cannot run a member of this scheme with these options
+// ("" when they can): the hook it acts through that has no kernel form. The study's planner
+// asks it to keep such members in batches of their own.
+std::string fused_gpu_scheme_problem(const std::string& positional, const PositionalOptions& options,
+                                     const EncoderShape& shape, bool causal);
+
 // Why the fused GPU step cannot train this model at T positions ("" when it can): not
 // float32; more blocks than the kernel holds; a member acting through a hook without a kernel
 // form (model/hooks/hook.h, KernelTableForm); a tile of one example over the shared memory;

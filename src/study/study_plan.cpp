@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "model/fused_gpu.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -9,12 +10,19 @@ namespace copytask {
 namespace {
 
 // Schemes that may share a batch: equal configs once the per-member keys are removed, and
-// the same training steps that can run their schemes (model/positional.h, StepSupport), so
+// the same training steps that can run their schemes (model/positional.h, StepSupport; and
+// under train.step = fused-gpu, whether its kernels can run them), so
 // that a member never trains on a slower step because of a neighbour that needs it (and its
 // numbers never depend on its neighbours).
 std::string batch_key(const Config& config) {
   nlohmann::json j = config_to_json(config);
   j["steps"] = positional_steps(config.model.positional, config.model.positional_options);
+  // On the fused GPU step, the members its kernels can run apart from those that fall back to
+  // the device step (model/fused_gpu.h).
+  if (config.train.step == "fused-gpu")
+    j["fused_gpu"] = fused_gpu_scheme_problem(config.model.positional, config.model.positional_options,
+                                              encoder_shape_of(config), config.model.causal)
+                         .empty();
   j["model"].erase("positional");
   j["model"].erase("causal");
   for (const auto& key : positional_option_keys()) j["model"].erase(key);

@@ -1,6 +1,7 @@
 #include "train/device_step.h"
 
 #include <optional>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -9,12 +10,13 @@
 namespace copytask {
 
 DeviceStep::DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture,
-                       DeviceStepKernels kernels, const FusedGpuExecution& execution)
+                       DeviceStepKernels kernels, const FusedGpuExecution& execution, std::string fallback)
     : model_(model),
       batches_(model->members(), data, train.batch_size),
       members_(model->member_count()),
       positions_(data.train_inputs.size(1)),
       capture_(capture),
+      fallback_(std::move(fallback)),
       adam_(model->parameters(), train.lr) {
   const int64_t M = members_, B = batches_.batch_size(), T = positions_;
   const auto device = model->device();
@@ -36,7 +38,10 @@ std::string DeviceStep::name() const {
 }
 
 std::string DeviceStep::fallback_reason() const {
-  return capture_failure_.empty() ? "" : "the CUDA graph's capture failed (" + capture_failure_ + ")";
+  std::string reason = fallback_;
+  if (!capture_failure_.empty())
+    reason += (reason.empty() ? "" : "; ") + std::string("the CUDA graph's capture failed (") + capture_failure_ + ")";
+  return reason;
 }
 
 void DeviceStep::forget_gradients() {

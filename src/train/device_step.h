@@ -44,8 +44,10 @@ class DeviceStep final : public TrainingStep {
   // capture: replay the step as a CUDA graph after the warm-up (train.cuda_graph on a GPU
   // whose LibTorch can capture, training_step_make decides); false: every step uncaptured.
   // kernels, execution: as above; fused needs fused_gpu_unsupported(model, T) to be empty.
+  // fallback: why this step runs instead of a faster one that was asked for ("" when none).
   DeviceStep(Encoder& model, const TrainData& data, const TrainConfig& train, bool capture,
-             DeviceStepKernels kernels = DeviceStepKernels::autograd, const FusedGpuExecution& execution = {});
+             DeviceStepKernels kernels = DeviceStepKernels::autograd, const FusedGpuExecution& execution = {},
+             std::string fallback = "");
   ~DeviceStep() override;
   // One step; returns each member's loss (M), a fresh tensor (reading it syncs a GPU).
   torch::Tensor run() override;
@@ -54,7 +56,8 @@ class DeviceStep final : public TrainingStep {
   // "autograd": uncaptured from the start, or since its capture failed; with the fused
   // kernels "fused GPU, CUDA graph" and "fused GPU".
   std::string name() const override;
-  // Why the capture failed, when it did ("" otherwise).
+  // Why the batch runs here and not on the step asked for, or why the capture failed, when
+  // either happened ("" otherwise).
   std::string fallback_reason() const override;
   int64_t batch_size() const override { return batches_.batch_size(); }
   // Why capture was given up at the first try ("" when it was not): the steps go on
@@ -72,6 +75,7 @@ class DeviceStep final : public TrainingStep {
   int64_t members_, positions_;
   bool capture_;
   std::unique_ptr<FusedGpuKernels> fused_;  // the fused kernels' buffers, or null: autograd
+  std::string fallback_;
   std::string capture_failure_;
   DeviceAdam adam_;
   std::unique_ptr<CudaGraph> graph_;

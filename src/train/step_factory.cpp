@@ -29,11 +29,12 @@ std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData
   const std::string refusal = training_step_refusal(train, model->device());
   if (!refusal.empty()) throw ConfigError(refusal);
   if (train.step == "fused-gpu") {
+    // Never silently slower: a batch the kernels cannot run trains on the device step, saying why.
     const std::string unsupported = fused_gpu_unsupported(*model, data.train_inputs.size(1));
-    if (!unsupported.empty())
-      throw ConfigError("train.step = \"fused-gpu\": the fused GPU step cannot run this model (" + unsupported +
-                        "); set train.step=auto to train it on the device step");
     const bool capture = train.cuda_graph && cuda_graph_unavailable().empty();
+    if (!unsupported.empty())
+      return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::autograd, FusedGpuExecution{},
+                                          "the fused GPU step cannot run this batch: " + unsupported);
     return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused);
   }
   if (model->device().is_cuda()) {

@@ -22,8 +22,8 @@ struct TrainData;
 //   fused     the FusedCpuStep; a ConfigError saying why where it cannot run (a GPU, or
 //             what fused_cpu_unsupported says), never a silent fallback
 //   fused-gpu the DeviceStep with the fused GPU step's kernels (model/fused_gpu.h), captured
-//             as auto's; a ConfigError where it cannot run (the CPU, or what
-//             fused_gpu_unsupported says)
+//             as auto's; where the kernels cannot run the batch (fused_gpu_unsupported), the
+//             plain DeviceStep, whose fallback_reason says why; a ConfigError on the CPU
 //   autograd  on the CPU the AutogradStep; on a GPU the DeviceStep uncaptured (the same
 //             ops, its Adam on the device). No fallback_reason: nothing faster was meant
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train);
