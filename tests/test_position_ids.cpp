@@ -200,5 +200,75 @@ TEST(PositionIds, CoupledT5CopiesAtTwiceTheTrainedLengthWhereSequentialCannot) {
   fs::remove_all(out);
 }
 
+// One example followed through next-token generation under coupled IDs at 2N, the way the
+// evaluation generates (train/evaluate.cpp): the IDs of every position written out at every
+// step, each step's logits where it predicts, and one teacher-forced pass over the finished
+// sequence. Under the causal mask, and with IDs that depend on the prefix alone, the
+// teacher-forced logits at every output position are the generation's at its step, and the
+// evaluation's own logits (model_logits) are the same: a defect in the IDs of generated
+// positions, or in which position predicts which output, would show here. Untrained weights:
+// the property holds for any.
+TEST(PositionIds, NextTokenCoupledGenerationAt2NEqualsTeacherForcingStepByStep) {
+  EncoderShape shape = test::small_shape(0.0);
+  shape.vocab = 12;
+  shape.context = 12;  // N = 5: 2N + 2
+  shape.task_format = "next-token";
+  PositionalOptions options;
+  options.position_ids = "coupled";
+  options.position_range = 41;
+  options.learned_positions = 41;
+  Encoder model(shape, std::vector<MemberSpec>{{"learned+causal+coupled.next", 3, "learned", true, options}}, torch::kCPU);
+  model->eval();
+  TaskConfig task = shape.task();
+  const int64_t k = 10, T = 2 * k + 2;
+  task.context = T;
+  Example example;
+  for (int64_t i = 0; i < k; ++i) example.content.push_back(1 + (i * 7) % 10);
+  const std::vector<int64_t> row = example_input(task, example, T);
+  const torch::Tensor inputs = torch::tensor(row, torch::kLong).view({1, 1, T});  // (M, N, T)
+  const OutputSources sources = output_sources(task, row.data(), T);
+  const int64_t copy_at = sources.copy_at;
+  ASSERT_EQ(sources.output_begin(), copy_at) << "next-token: <copy> predicts output 0";
+
+  torch::NoGradGuard no_grad;
+  const torch::Tensor generated = model_logits(model, inputs, nullptr, 0);  // (1, 1, T, V)
+  auto ids_of = [&](const torch::Tensor& sequence) { return model->evaluation_positions(sequence, 0); };  // (1, 1, T)
+  auto row_text = [&](const torch::Tensor& t) {
+    std::string text;
+    for (int64_t i = 0; i < T; ++i) text += std::to_string(t[0][0][i].item<int64_t>()) + (i + 1 < T ? " " : "");
+    return text;
+  };
+  torch::Tensor sequence = inputs.clone();
+  sequence.narrow(2, copy_at + 1, T - copy_at - 1).fill_(0);  // the outputs blanked, as the evaluation does
+  std::vector<torch::Tensor> step_logits;                      // output j's logits at its step, (V)
+  std::vector<torch::Tensor> step_ids;
+  std::printf("  tokens (teacher):  %s\n", row_text(inputs).c_str());
+  for (int64_t j = 0; j < k; ++j) {
+    const torch::Tensor ids = ids_of(sequence);
+    step_ids.push_back(ids);
+    std::printf("  step %2lld IDs:      %s\n", static_cast<long long>(j), row_text(ids).c_str());
+    const torch::Tensor logits = model->forward(sequence, nullptr, nullptr, ids);  // (1, 1, T, V)
+    step_logits.push_back(logits[0][0][copy_at + j].clone());
+    sequence[0][0][copy_at + 1 + j] = logits[0][0][copy_at + j].argmax();
+  }
+  const torch::Tensor final_ids = ids_of(sequence);
+  std::printf("  generated tokens:  %s\n", row_text(sequence).c_str());
+  std::printf("  final IDs:         %s\n", row_text(final_ids).c_str());
+  // Output j is predicted at copy_at + j and sits at its source's ID there.
+  for (int64_t j = 0; j < k; ++j) EXPECT_EQ(final_ids[0][0][copy_at + j].item<int64_t>(), sources.sources[j]) << j;
+  const torch::Tensor teacher = model->forward(sequence, nullptr, nullptr, final_ids);  // (1, 1, T, V)
+  double worst_step = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    // The IDs up to the predicting position never change as the outputs are written.
+    EXPECT_TRUE(torch::equal(step_ids[j].narrow(2, 0, copy_at + j + 1), final_ids.narrow(2, 0, copy_at + j + 1))) << j;
+    worst_step = std::max(worst_step, test::max_abs_diff(step_logits[j], teacher[0][0][copy_at + j]));
+  }
+  const double evaluation = test::max_abs_diff(generated, teacher);
+  std::printf("  teacher-forced logits against each generation step: %.1e; against the evaluation's: %.1e\n",
+              worst_step, evaluation);
+  EXPECT_LT(worst_step, 1e-5);
+  EXPECT_LT(evaluation, 1e-5);
+}
+
 }  // namespace
 }  // namespace copytask
