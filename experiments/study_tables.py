@@ -3,8 +3,13 @@ seed's value of a measurement, a 95% interval over seeds, and each member's own 
 head. Standard library only.
 
 Intervals: Student's t over the seeds, mean +- t(0.975, n - 1) sd / sqrt(n), clipped to
-[0, 1] for shares (the same rule as results.json's "ci95", src/report/stats.cpp). Two arms
-are said to differ only where their intervals do not overlap."""
+[0, 1] for shares; and for a share of a finite test's inputs (an exact match or a token
+accuracy at a length, per_seed and trained_exact below), widened to cover the Wilson score
+interval of the mean over those inputs, counted once since every seed is evaluated on the
+same ones: so seeds that agree still carry the test's uncertainty (five seeds at 1.00 on
+100 inputs give [0.96, 1.00], not [1.00, 1.00]). The same rule as results.json's "ci95"
+(src/report/stats.cpp, summarize_share). Two arms are said to differ only where their
+intervals do not overlap."""
 import gzip
 import json
 import math
@@ -51,14 +56,40 @@ def t_975(df):
     return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df * df)
 
 
+class Shares(list):
+    """Each seed's share of `trials` inputs, the same inputs for every seed (a list, with the
+    trials behind it for interval())."""
+
+    def __init__(self, values, trials):
+        super().__init__(values)
+        self.trials = trials
+
+
+def wilson_95(p, n):
+    """The Wilson score 95% interval of a proportion p over n trials."""
+    z = 1.959964
+    center = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)
+
+
 def interval(values, low=0.0, high=1.0):
-    """(mean, lower, upper): the 95% t interval over seeds; (mean, nan, nan) under 2 seeds."""
+    """(mean, lower, upper): the 95% t interval over seeds, widened by the Wilson interval of
+    the mean where the values are Shares; (mean, nan, nan) for a single seed of a plain list."""
+    trials = getattr(values, "trials", 0)
     values = finite(values)
     m = mean(values)
     if len(values) < 2:
-        return m, float("nan"), float("nan")
-    half = t_975(len(values) - 1) * std(values) / math.sqrt(len(values))
-    return m, max(low, m - half), min(high, m + half)
+        t_low = t_high = float("nan")
+    else:
+        half = t_975(len(values) - 1) * std(values) / math.sqrt(len(values))
+        t_low, t_high = max(low, m - half), min(high, m + half)
+    if trials and values:
+        w_low, w_high = wilson_95(min(1.0, max(0.0, m)), trials)
+        if math.isnan(t_low):
+            return m, w_low, w_high
+        return m, min(t_low, w_low), max(t_high, w_high)
+    return m, t_low, t_high
 
 
 def differ(a, b):
@@ -100,25 +131,30 @@ def at_length(run, k):
 
 
 def per_seed(entry, k, key):
-    """Each seed's value of `key` ('exact', 'token') at length k (None where not evaluated)."""
-    out = []
+    """Each seed's value of `key` ('exact', 'token') at length k (None where not evaluated),
+    as Shares of the length's inputs."""
+    out, inputs = [], []
     for run in runs_of(entry):
         one = at_length(run, k)
         out.append(None if one is None else one[key])
-    return out
+        if one is not None and one.get("n"):
+            inputs.append(one["n"])
+    return Shares(out, min(inputs) if inputs else 0)
 
 
 def trained_exact(entry):
     """Per seed, the exact match over every evaluated example of lengths 1..N, each length
     weighted by its examples (k = 1 and 2 have only a few inputs the training never saw, so
     an unweighted mean over lengths would let 2 examples count as much as 100)."""
-    out = []
+    out, inputs = [], []
     for run in runs_of(entry):
         pairs = [(one["exact"], one["n"]) for one in (at_length(run, k) for k in range(1, n_of(entry) + 1))
                  if one is not None and one["n"]]
         total = sum(n for _, n in pairs)
         out.append(sum(e * n for e, n in pairs) / total if total else float("nan"))
-    return out
+        if total:
+            inputs.append(total)
+    return Shares(out, min(inputs) if inputs else 0)
 
 
 def copying_head(run):

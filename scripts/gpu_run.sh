@@ -192,7 +192,17 @@ for name in "${stages[@]}"; do
         '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/er.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false --warmup 3 --steps 10 \\
           --profile $out/fused_trace.json --json $out/fp.json
-        '$python' $report fused $out" ;;
+        '$python' $report fused $out
+        # Inside the step kernel: ncu's view of one launch of the reference study's (the clocks as
+        # found), into the log and fused_ncu.txt: throughput against the chip's limits, occupancy,
+        # and what the warps wait on.
+        if command -v ncu >/dev/null; then
+          ncu --clock-control none -k regex:fused_step_kernel -c 1 --section SpeedOfLight --section Occupancy \\
+            --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \\
+            \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false \\
+            --warmup 1 --steps 1 > $out/fused_ncu.txt 2>&1 || echo 'ncu did not run (see fused_ncu.txt)'
+          grep -E 'Duration|Throughput|Occupancy|Registers|Shared Memory|Stall|Warp Cycles|Issued' $out/fused_ncu.txt | head -60 || true
+        fi" ;;
     fused-study)
       stage fused-study 600 "set -e
         rm -rf /tmp/copytask-reference-fused

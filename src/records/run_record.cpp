@@ -33,6 +33,8 @@ void to_json(nlohmann::json& json, const RunRecord& run) {
           {"seconds", run.seconds},
           {"batch_members", run.batch_members},
           {"test_exact_by_length", by_length_json(run.test_exact_by_length)}};
+  if (run.test_examples > 0) json["test_examples"] = run.test_examples;
+  if (run.train_examples > 0) json["train_examples"] = run.train_examples;
   if (!run.length_generalization.is_null()) json["length_generalization"] = run.length_generalization;
   if (!run.length_generalization_rescaled.is_null())
     json["length_generalization_rescaled"] = run.length_generalization_rescaled;
@@ -50,6 +52,8 @@ void from_json(const nlohmann::json& json, RunRecord& run) {
   run.seconds = json.at("seconds").get<double>();
   run.batch_members = json.at("batch_members").get<int64_t>();
   run.test_exact_by_length = by_length_from_json(json.at("test_exact_by_length"));
+  run.test_examples = json.value("test_examples", int64_t{0});
+  run.train_examples = json.value("train_examples", int64_t{0});
   run.length_generalization = json.value("length_generalization", nlohmann::json());
   run.length_generalization_rescaled = json.value("length_generalization_rescaled", nlohmann::json());
 }

@@ -17,6 +17,9 @@ struct RunRecord {
   double seconds = 0;     // wall time of the batch of members this run trained in
   int64_t batch_members = 1;  // how many members trained together in that batch
   std::vector<double> test_exact_by_length;  // index k = content length; -1 = no such example
+  // The splits' inputs (results.json's intervals take them as the trials behind a share);
+  // 0 in a record written before they were kept.
+  int64_t test_examples = 0, train_examples = 0;
   // {"train_max_len", "positions_trained", "by_length": {"<k>": {"n", "context", "trained",
   // "exact", "token"[, "skipped"], and the measurements of why}}} (report/results.h's
   // length_generalization_json); null when not evaluated.

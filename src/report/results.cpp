@@ -100,6 +100,8 @@ RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScore
   run.final_loss = train.loss;  // eval-mode loss on the whole train split
   run.test_loss = test.loss;
   run.test_exact_by_length = test.exact_by_length;
+  run.test_examples = test.examples;
+  run.train_examples = train.examples;
   return run;
 }
 
@@ -107,6 +109,7 @@ namespace {
 // Per-length summaries over the runs' length_generalization_json entries.
 nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& entries) {
   std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
+  std::map<int64_t, int64_t> inputs;  // k -> the inputs each run was evaluated on (the same for every run)
   std::map<int64_t, std::map<std::string, std::vector<const nlohmann::json*>>> why;   // k -> key -> per run
   for (const nlohmann::json* entry : entries)
     for (const auto& item : entry->at("by_length").items()) {
@@ -115,13 +118,17 @@ nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& en
       auto& [exact, token] = by_length[k];
       exact.push_back(item.value().at("exact").get<double>());
       token.push_back(item.value().at("token").get<double>());
+      const int64_t n = item.value().value("n", int64_t{0});
+      inputs[k] = inputs.count(k) ? std::min(inputs[k], n) : n;
       for (const char* key : kWhyKeys)
         if (item.value().contains(key)) why[k][key].push_back(&item.value().at(key));
     }
   nlohmann::json lengths = nlohmann::json::object();
   for (const auto& [k, values] : by_length) {
-    nlohmann::json one = {{"exact", summary_json(summarize(values.first))},
-                          {"token", summary_json(summarize(values.second))}};
+    // Every seed is evaluated on the same inputs of each length: they are the trials behind
+    // the mean once, not once per seed.
+    nlohmann::json one = {{"exact", summary_json(summarize_share(values.first, inputs[k]))},
+                          {"token", summary_json(summarize_share(values.second, inputs[k]))}};
     // The measurements of why: the mean over the runs that have them (every run, unless
     // some came from a copytask before them).
     for (const auto& [key, per_run] : why[k]) one[key] = mean_json(per_run);
@@ -138,6 +145,14 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   nlohmann::json out;
   out["runs"] = nlohmann::json::array();
   std::vector<double> test_exact, test_token, train_exact, train_token, final_loss;
+  // The trials behind each split's shares: its inputs, the same for every run (0 where a run's
+  // record predates them: the t interval alone).
+  int64_t test_inputs = runs.empty() ? 0 : runs.front().test_examples;
+  int64_t train_inputs = runs.empty() ? 0 : runs.front().train_examples;
+  for (const auto& run : runs) {
+    test_inputs = std::min(test_inputs, run.test_examples);
+    train_inputs = std::min(train_inputs, run.train_examples);
+  }
   for (const auto& run : runs) {
     out["runs"].push_back(run);
     test_exact.push_back(run.test_exact);
@@ -146,10 +161,10 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
     train_token.push_back(run.train_token);
     final_loss.push_back(run.final_loss);
   }
-  out["test_exact"] = summary_json(summarize(test_exact));
-  out["test_token"] = summary_json(summarize(test_token));
-  out["train_exact"] = summary_json(summarize(train_exact));
-  out["train_token"] = summary_json(summarize(train_token));
+  out["test_exact"] = summary_json(summarize_share(test_exact, test_inputs));
+  out["test_token"] = summary_json(summarize_share(test_token, test_inputs));
+  out["train_exact"] = summary_json(summarize_share(train_exact, train_inputs));
+  out["train_token"] = summary_json(summarize_share(train_token, train_inputs));
   out["final_loss"] = summary_json(summarize(final_loss, 0.0, std::numeric_limits<double>::infinity()));
 
   // Length generalization, aggregated like test_exact over the runs evaluated at each length,

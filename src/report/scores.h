@@ -30,6 +30,7 @@ struct SplitScores {
   double token = 0;  // fraction of the N*T output tokens right
   // exact match by content length k (index k; -1 where the split has no example of that length)
   std::vector<double> exact_by_length;
+  int64_t examples = 0;  // N: the split's inputs
 };
 
 // One content length k of the length-generalization sets, over the copy's k positions

@@ -38,6 +38,22 @@ Summary summarize(const std::vector<double>& values, double low, double high) {
   return s;
 }
 
+std::pair<double, double> wilson_95(double p, int64_t n) {
+  if (n < 1) throw std::invalid_argument("a Wilson interval needs at least one trial");
+  const double z = 1.959964, trials = static_cast<double>(n), z2 = z * z;
+  const double center = (p + z2 / (2 * trials)) / (1 + z2 / trials);
+  const double half = z / (1 + z2 / trials) * std::sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials));
+  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+}
+
+Summary summarize_share(const std::vector<double>& values, int64_t trials) {
+  Summary s = summarize(values, 0.0, 1.0);
+  if (s.n == 0 || trials < 1) return s;
+  const auto [low, high] = wilson_95(std::clamp(s.mean, 0.0, 1.0), trials);
+  s.ci95 = s.ci95 ? std::make_pair(std::min(s.ci95->first, low), std::max(s.ci95->second, high)) : std::make_pair(low, high);
+  return s;
+}
+
 nlohmann::json summary_json(const Summary& s) {
   nlohmann::json out = {{"n", s.n}, {"mean", s.mean}, {"std", s.std}, {"min", s.min}, {"max", s.max}};
   out["ci95"] = s.ci95 ? nlohmann::json::array({s.ci95->first, s.ci95->second}) : nlohmann::json(nullptr);

@@ -93,6 +93,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     scores[m].loss = a[0][m] / static_cast<double>(N);
     scores[m].exact = a[1][m] / static_cast<double>(N);
     scores[m].token = a[2][m] / static_cast<double>(N * T);
+    scores[m].examples = N;
     for (int64_t k = 0; k <= T; ++k) scores[m].exact_by_length.push_back(l[M][k] > 0 ? l[m][k] / l[M][k] : -1.0);
   }
   if (was_training) model->train();
