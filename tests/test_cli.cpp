@@ -314,7 +314,7 @@ TEST(Cli, BenchTimesTheStepThatTrainStepAsksFor) {
     EXPECT_EQ(numbers["config"]["train"]["step"], step);
   }
   fs::remove(json);
-  expect_bad_input("train train.step=fast", {"train.step = \"fast\"", "must be auto, fused or autograd"});
+  expect_bad_input("train train.step=fast", {"train.step = \"fast\"", "must be auto, fused, fused-gpu or autograd"});
 }
 
 // Every command's errors reach the user the same way (cli/command_errors.h): one line

@@ -136,6 +136,13 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
   expect_rejected({"task.vocab_size=4", "task.max_len=2", "task.examples=100"},
                   {"task.examples = 100", "only 6 distinct inputs"});
   expect_rejected({"task.examples=5", "task.test_fraction=0.05"}, {"task.test_fraction", "test split empty"});
+  expect_rejected({"task.sampling=random"}, {"task.sampling", "unique or fresh"});
+  expect_rejected({"task.sampling=fresh"}, {"train.batch_size", "needs minibatches"});
+  expect_rejected({"task.sampling=fresh", "train.batch_size=128"},
+                  {"task.examples = 10000", "train.steps x train.batch_size = 256000", "at least 284446"});
+  expect_rejected({"task.sampling=fresh", "task.vocab_size=4", "task.max_len=2", "task.examples=1000",
+                   "train.batch_size=10", "train.steps=10"},
+                  {"task.examples = 1000", "test split of 100 distinct inputs", "at most 3 "});
   expect_rejected({"task.context=4", "task.min_len=4", "task.max_len=4"}, {"task.context = 4", "too short for task.min_len"});
   expect_rejected({"task.context=6", "task.max_len=8"}, {"task.max_len = 8", "at most 5"});
   expect_rejected({"task.test_fraction=1.5"}, {"task.test_fraction", "between 0 and 1"});

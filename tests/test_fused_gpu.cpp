@@ -348,7 +348,8 @@ TEST(FusedGpu, OtherDropoutMasksGiveOtherGradients) {
 
 // Every float is one item's sum in a fixed order: the same bits with one thread, 7 or 256,
 // the threads of every phase in shuffled orders (an item reading what another item of its
-// phase writes would differ), and tiles of 1, 3 or the most examples that fit.
+// phase writes would differ), tiles of 1, 3 or the most examples that fit, and the products'
+// operands loaded four at a time or one.
 TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   const EncoderShape shape = test::small_shape(0.1);
   std::vector<MemberSpec> members = kernel_members(shape);
@@ -378,11 +379,13 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   };
   for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
                            Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
-                           Variant{"tiles of 1", 256, 17, one_example * 2}, Variant{"tiles of 3", 33, 3, one_example * 6}}) {
+                           Variant{"tiles of 1", 256, 17, one_example * 2}, Variant{"tiles of 3", 33, 3, one_example * 6},
+                           Variant{"scalar loads", 256, 0, 0}}) {
     FusedGpuExecution execution = every_table;
     execution.threads = v.threads;
     execution.shuffle_seed = v.shuffle;
     execution.shared_bytes = v.shared;
+    execution.vector_loads = std::string(v.what) != "scalar loads";
     const StepResult other = kernel_step(model, inputs, targets, &masks, positions, execution);
     EXPECT_TRUE(bit_equal(base, other)) << v.what << ": worst relative gradient difference "
                                         << worst_relative_gradient_difference(base, other);

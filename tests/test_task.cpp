@@ -74,6 +74,45 @@ TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
   for (int64_t k = 4; k <= 8; ++k) EXPECT_NEAR(test_counts[k], 184, 45) << "length " << k;
 }
 
+// task.sampling = fresh (Kazemnejad et al.'s protocol): the test split distinct, at most half
+// of each length's inputs, and the train split drawn example by example from the task's
+// distribution: every length about equally often (not the distinct inputs' share), repeats
+// where inputs are few, never a test input, the same for a seed.
+TEST(Task, FreshSamplingDrawsTheTrainSplitFromTheDistributionNeverATestInput) {
+  TaskConfig config;  // lengths 1..8 of 9 content symbols
+  config.sampling = "fresh";
+  config.examples = 40000;
+  const CopyTask task = copy_task_generate(config);
+  EXPECT_EQ(task.train.count, 36000);
+  EXPECT_EQ(task.test.count, 4000);
+  const int64_t T = task.context;
+  std::set<std::vector<int64_t>> test_inputs, train_distinct;
+  std::vector<int64_t> test_lengths(T, 0);
+  for (int64_t i = 0; i < task.test.count; ++i) {
+    const auto input = row(task.test.inputs, i, T);
+    test_inputs.insert(input);
+    test_lengths[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
+  }
+  EXPECT_EQ(static_cast<int64_t>(test_inputs.size()), task.test.count) << "the test split stays distinct";
+  EXPECT_EQ(test_lengths[1], 4) << "half of length 1's 9 inputs";
+  EXPECT_EQ(test_lengths[2], 40) << "half of length 2's 81";
+  std::vector<int64_t> length_counts(T, 0);
+  for (int64_t i = 0; i < task.train.count; ++i) {
+    const auto input = row(task.train.inputs, i, T);
+    ASSERT_EQ(test_inputs.count(input), 0u) << "a test input in the train split";
+    train_distinct.insert(input);
+    length_counts[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
+    ASSERT_EQ(row(task.train.targets, i, T),
+              copy_target(std::vector<int64_t>(input.begin(), std::find(input.begin(), input.end(), 10)), 11, T));
+  }
+  // Uniform over the 8 lengths: 4500 each, within 5 standard deviations of a binomial (about 63).
+  for (int64_t k = 1; k <= 8; ++k) EXPECT_NEAR(length_counts[k], 4500, 320) << "length " << k;
+  EXPECT_LT(static_cast<int64_t>(train_distinct.size()), task.train.count) << "length 1 has 9 inputs: repeats";
+  const CopyTask again = copy_task_generate(config);
+  EXPECT_EQ(again.train.inputs, task.train.inputs);
+  EXPECT_EQ(again.test.inputs, task.test.inputs);
+}
+
 TEST(Task, DeterministicForASeedAndDifferentAcrossSeeds) {
   TaskConfig config;
   config.examples = 500;

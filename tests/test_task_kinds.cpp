@@ -233,6 +233,40 @@ TEST(TaskKinds, TheNextTokenFormatLaysOutEachKindAndItsCoupling) {
   EXPECT_EQ(places, (std::vector<int64_t>{0, 1, 2, 2, 1, 0, 6, 7, 8, 9}));
 }
 
+// task.end_token = own: the end token is an id of its own (V-2; V-3 under selective, below
+// the noise token), the input holds it after the outputs, the last output predicts it and it
+// predicts padding; the content has one id fewer; an output that writes it is a stop.
+TEST(TaskKinds, AnEndTokenOfItsOwnEndsTheNextTokenCopy) {
+  TaskConfig copy;
+  copy.context = 10;
+  copy.format = "next-token";
+  copy.end_token = "own";
+  TaskConfig selective = copy;
+  selective.kind = "selective";
+  EXPECT_EQ(end_token(copy), 9);
+  EXPECT_EQ(content_vocab(copy), 8);
+  EXPECT_EQ(end_token(selective), 8);
+  EXPECT_EQ(noise_token(selective), 9);
+  EXPECT_EQ(content_vocab(selective), 7);
+  const Example plain{{3, 5, 7}, {}}, noisy{{3, 5, 7}, {1, 3, 4}};
+  //                                                                  3  5  7 <c> 3  5  7  E
+  EXPECT_EQ(example_input(copy, plain, 10), (std::vector<int64_t>{3, 5, 7, 10, 3, 5, 7, 9, 0, 0}));
+  EXPECT_EQ(example_target(copy, plain, 10), (std::vector<int64_t>{3, 5, 7, 3, 5, 7, 9, 0, 0, 0}));
+  //                                                                      3  ~  5  ~  ~  7 <c>  3  5  7
+  EXPECT_EQ(example_input(selective, noisy, 11), (std::vector<int64_t>{3, 9, 5, 9, 9, 7, 10, 3, 5, 7, 8}));
+  EXPECT_EQ(example_target(selective, noisy, 11), (std::vector<int64_t>{3, 9, 5, 9, 9, 7, 3, 5, 7, 8, 0}));
+  // Cut at the context: the end token only where it fits.
+  EXPECT_EQ(example_input(copy, plain, 7), (std::vector<int64_t>{3, 5, 7, 10, 3, 5, 7}));
+  EXPECT_EQ(example_target(copy, plain, 7), (std::vector<int64_t>{3, 5, 7, 3, 5, 7, 9}));
+  const std::vector<int64_t> row = example_input(copy, plain, 10);
+  const OutputSources sources = output_sources(copy, row.data(), 10);
+  EXPECT_EQ(output_error(copy, row.data(), sources, 1, 9), OutputError::stop);
+  TaskConfig padding = copy;
+  padding.end_token = "padding";
+  EXPECT_EQ(end_token(padding), 0);
+  EXPECT_EQ(content_vocab(padding), 9);
+}
+
 // Greedy generation (evaluation under next-token): the same outputs as generating one
 // example at a time by hand, each output fed back in; the inputs' own outputs are never read.
 TEST(TaskKinds, GenerationFeedsEachOutputBackAndNeverReadsTheAnswer) {

@@ -47,7 +47,7 @@ TEST(TrainingStep, TrainStepPicksTheStepOnTheCpu) {
     training_step_make(model, data, unknown);
     ADD_FAILURE() << "an unknown train.step must be refused";
   } catch (const ConfigError& error) {
-    EXPECT_NE(std::string(error.what()).find("must be auto, fused or autograd"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("must be auto, fused, fused-gpu or autograd"), std::string::npos) << error.what();
   }
 }
 

@@ -128,7 +128,7 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
   for (const auto& batch : study_batches(setup.members)) {
     const TrainData& data = task_data(batch.front()).data;  // a batch shares its task (the batch key holds it)
     Encoder model = saved_batch_load(setup.study, batch, setup.device);
-    const auto train = evaluate_split(model, data.train_inputs, data.train_targets, data.noise_token);
+    const auto train = evaluate_split(model, data.train_evaluated_inputs, data.train_evaluated_targets, data.noise_token);
     const auto test = evaluate_split(model, data.test_inputs, data.test_targets, data.noise_token);
     for (size_t m = 0; m < batch.size(); ++m) scores.push_back({batch[m], train[m], test[m], {}, {}});
   }

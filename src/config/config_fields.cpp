@@ -114,7 +114,8 @@ std::vector<ConfigField> make_fields() {
             ints(1, kNoLimit, "must be at least 1")),
       field("task.max_len", &Config::task, &TaskConfig::max_len, S::study, "content tokens per example, at most"),
       field("task.examples", &Config::task, &TaskConfig::examples, S::study,
-            "unique examples, train + test (at most the number of distinct inputs)"),
+            "examples, train + test (under task.sampling = unique all distinct, so at most the number of "
+            "distinct inputs)"),
       field("task.test_fraction", &Config::task, &TaskConfig::test_fraction, S::study,
             "share held out; test inputs never occur in train",
             reals([](double x) { return x > 0 && x < 1; }, "must be strictly between 0 and 1")),
@@ -132,6 +133,19 @@ std::vector<ConfigField> make_fields() {
             "the model predicts each next token under the causal mask (`model.causal=true`), trained by teacher forcing "
             "and evaluated by greedy generation, each output fed back in",
             choice({"placeholders", "next-token"}, "must be placeholders or next-token")),
+      field("task.sampling", &Config::task, &TaskConfig::sampling, S::scheme,
+            "`unique`: task.examples distinct inputs, shuffled, then split (the test inputs never in the train "
+            "split); `fresh`: the test split's inputs distinct as before, and every train example drawn on its "
+            "own from the task's distribution (its length uniform over min_len..max_len, then its content), "
+            "repeats allowed, never a test input: with at least train.steps x train.batch_size train examples "
+            "(checked), each member meets each at most once, so every minibatch is a fresh draw (Kazemnejad et "
+            "al.'s protocol). May differ between schemes",
+            choice({"unique", "fresh"}, "must be unique or fresh")),
+      field("task.end_token", &Config::task, &TaskConfig::end_token, S::scheme,
+            "next-token: the token the last output predicts and the input holds after the outputs: `padding` "
+            "(0, the padding that follows it), or `own`, a token of its own (V-2, or V-3 under selective), the "
+            "content one id fewer",
+            choice({"padding", "own"}, "must be padding or own")),
       field("task.noise", &Config::task, &TaskConfig::noise, S::scheme,
             "selective: the share of noise tokens before `<copy>`: round(k * noise / (1 - noise)) of them with k "
             "content tokens, at random places",

@@ -25,6 +25,10 @@ void validate_task(const TaskConfig& t) {
   const bool selective = task_kind(t) == TaskKind::selective;
   require(!selective || t.vocab_size >= 4, "task.vocab_size", std::to_string(t.vocab_size),
           "must be at least 4 under task.kind = selective (padding, a content token, the noise token, <copy>)");
+  require(t.end_token == "padding" || next_token(t), "task.end_token", "\"" + t.end_token + "\"",
+          "applies to task.format = next-token only (the placeholders format has no end token); drop it");
+  require(content_vocab(t) >= 1, "task.vocab_size", std::to_string(t.vocab_size),
+          "leaves no content token with task.end_token = own; raise it by one");
   // The input before <copy> (content, and noise under selective) and <copy> must fit.
   const std::string noise_words = selective ? " and noise" : "";
   const int64_t shortest = prefix_length(t, t.min_len) + 1, longest = prefix_length(t, t.max_len) + 1;
@@ -42,10 +46,24 @@ void validate_task(const TaskConfig& t) {
             "content plus <copy> must fit in task.context = " + std::to_string(t.context) +
                 ", so max_len must be at most " + std::to_string(t.context - 1));
   const int64_t possible = copy_task_capacity(t);
-  require(t.examples >= 2 && t.examples <= possible, "task.examples", std::to_string(t.examples),
-          "must be 2.." + std::to_string(possible) + ": only " + std::to_string(possible) +
-              " distinct inputs exist with vocab_size " + std::to_string(t.vocab_size) + " and lengths " +
-              std::to_string(t.min_len) + ".." + std::to_string(t.max_len));
+  if (t.sampling == "fresh") {
+    // Only the test split is distinct: the train split repeats inputs as the distribution does.
+    // The test split takes at most half of each length's distinct inputs.
+    const int64_t test = copy_task_split_sizes(t).second;
+    int64_t half = 0;
+    for (int64_t k = t.min_len; k <= t.max_len; ++k) half += std::min<int64_t>(inputs_of_length(t, k) / 2, 1'000'000'000);
+    require(t.examples >= 2 && test <= half, "task.examples", std::to_string(t.examples),
+            "holds a test split of " + std::to_string(test) + " distinct inputs, but at most " + std::to_string(half) +
+                " (half of each length's, so that training still draws every length) exist with vocab_size " +
+                std::to_string(t.vocab_size) + " and lengths " + std::to_string(t.min_len) + ".." +
+                std::to_string(t.max_len) + "; lower task.test_fraction");
+  } else {
+    require(t.examples >= 2 && t.examples <= possible, "task.examples", std::to_string(t.examples),
+            "must be 2.." + std::to_string(possible) + ": only " + std::to_string(possible) +
+                " distinct inputs exist with vocab_size " + std::to_string(t.vocab_size) + " and lengths " +
+                std::to_string(t.min_len) + ".." + std::to_string(t.max_len) +
+                " (task.sampling = fresh draws the train split with repeats)");
+  }
   // After the distinct inputs: that limit is the one a user meets first, and says why.
   require(t.examples <= 50'000'000, "task.examples", std::to_string(t.examples), "must be at most 50000000");
   const auto [train_count, test_count] = copy_task_split_sizes(t);
@@ -101,6 +119,16 @@ void validate_train(const TrainConfig& t, const TaskConfig& task) {
   const int64_t train_count = copy_task_split_sizes(task).first;
   require(t.batch_size >= 0 && t.batch_size <= train_count, "train.batch_size", std::to_string(t.batch_size),
           "must be 0 (full batch) or 1.." + std::to_string(train_count) + " (the train split's size)");
+  if (task.sampling == "fresh") {
+    require(t.batch_size > 0, "train.batch_size", "0",
+            "a full batch shows every train example at every step; task.sampling = fresh needs minibatches, e.g. 128");
+    require(train_count >= t.steps * t.batch_size, "task.examples", std::to_string(task.examples),
+            "under task.sampling = fresh the train split (" + std::to_string(train_count) +
+                ") must hold train.steps x train.batch_size = " + std::to_string(t.steps * t.batch_size) +
+                " examples, so that no batch repeats one; raise task.examples to at least " +
+                std::to_string(static_cast<int64_t>(std::ceil(static_cast<double>(t.steps * t.batch_size) /
+                                                              (1 - task.test_fraction))) + 1));
+  }
   require(t.warmup_steps >= 0 && t.warmup_steps < t.steps, "train.warmup_steps", std::to_string(t.warmup_steps),
           "must be 0 (no warm-up) or 1.." + std::to_string(t.steps - 1) + " (fewer than train.steps)");
   require(!t.seeds.empty(), "train.seeds", "[]", "must list at least one seed, e.g. [0, 1, 2]");

@@ -161,6 +161,9 @@ struct FusedStepArgs {
   float* grads = nullptr;
   float* member_loss = nullptr;
   TileLayout tile;
+  // The products' operands four floats a load where a whole tile's are aligned (the same sums
+  // in the same order either way); false: every operand a float at a time (a test's check).
+  bool vector_loads = true;
 };
 
 // The partitions of a batch of B examples.

@@ -17,6 +17,7 @@
 // column = key j. Parameters are (in, out) row-major, as the encoder stores them.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/block_threads.h"
@@ -100,8 +101,47 @@ inline constexpr int kProductTile = 4;
 COPYTASK_HOST_DEVICE inline int product_items(const Product& p) {
   return ((p.rows + kProductTile - 1) / kProductTile) * ((p.O + kProductTile - 1) / kProductTile);
 }
+
+// Four floats from a 16-byte aligned address: one 128-bit load on the GPU.
+struct Four {
+  float v[4];
+};
+COPYTASK_HOST_DEVICE inline Four load_four(const float* p) {
+#if defined(__CUDA_ARCH__)
+  const float4 f = *reinterpret_cast<const float4*>(p);
+  return {{f.x, f.y, f.z, f.w}};
+#else
+  Four out;
+  std::memcpy(out.v, p, sizeof out.v);
+  return out;
+#endif
+}
+COPYTASK_HOST_DEVICE inline bool aligned_four(const float* p, int stride) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0 && stride % 4 == 0;
+}
+
+// The ways a whole tile's operands come four floats a load (FusedStepArgs::vector_loads):
+// the layers' products take one of three forms, and each has one, which adds the same terms
+// in the same order as the scalar loop (tests/test_fused_gpu.cpp: the same bits either way).
+enum class ProductLoads {
+  scalar,
+  rows_along_k,     // A's rows and B's rows run along k and o (x @ W): 4 k a step, A by rows, B by rows
+  columns_along_k,  // A's rows run along k, B's columns along k (g @ W^T): 4 k a step, B by columns
+  rows_of_a,        // A read transposed (x^T @ g, a weight's gradient): a tile's 4 rows of A in one load, B's 4 columns in one
+};
+COPYTASK_HOST_DEVICE inline ProductLoads product_loads(const Product& p, int r0, int o0, bool vector_loads) {
+  if (!vector_loads || r0 + kProductTile > p.rows || o0 + kProductTile > p.O) return ProductLoads::scalar;
+  if (p.a_red == 1 && p.b_col == 1 && aligned_four(p.a, p.a_row) && aligned_four(p.b, p.b_red))
+    return ProductLoads::rows_along_k;
+  if (p.a_red == 1 && p.b_red == 1 && aligned_four(p.a, p.a_row) && aligned_four(p.b, p.b_col))
+    return ProductLoads::columns_along_k;
+  if (p.a_row == 1 && p.b_col == 1 && aligned_four(p.a, p.a_red) && aligned_four(p.b, p.b_red))
+    return ProductLoads::rows_of_a;
+  return ProductLoads::scalar;
+}
+
 template <class Out>
-COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out) {
+COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out, bool vector_loads = true) {
   const int column_tiles = (p.O + kProductTile - 1) / kProductTile;
   const int r0 = item / column_tiles * kProductTile, o0 = item % column_tiles * kProductTile;
   // Rows and columns past the end read the last one's (in bounds) and are never stored.
@@ -114,7 +154,34 @@ COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const 
   for (int i = 0; i < kProductTile; ++i)
     for (int j = 0; j < kProductTile; ++j)
       acc[i][j] = r0 + i < p.rows && o0 + j < p.O ? out.start(r0 + i, o0 + j) : 0.0f;
-  for (int k = 0; k < p.K; ++k) {
+  int k = 0;
+  switch (product_loads(p, r0, o0, vector_loads)) {
+    case ProductLoads::rows_along_k:
+    case ProductLoads::columns_along_k: {
+      const bool by_columns = p.b_red == 1 && p.b_col != 1;
+      for (; k + 4 <= p.K; k += 4) {
+        Four a[kProductTile], b[kProductTile];
+        for (int i = 0; i < kProductTile; ++i) a[i] = load_four(p.a + a_at[i] + k);
+        // By rows: b[kk] holds B(k + kk, o0 .. o0 + 3); by columns: b[j] holds B(k .. k + 3, o0 + j).
+        for (int t = 0; t < kProductTile; ++t)
+          b[t] = by_columns ? load_four(p.b + k + b_at[t]) : load_four(p.b + (k + t) * p.b_red + o0);
+        for (int kk = 0; kk < 4; ++kk)
+          for (int i = 0; i < kProductTile; ++i)
+            for (int j = 0; j < kProductTile; ++j)
+              acc[i][j] = fma_of(a[i].v[kk], by_columns ? b[j].v[kk] : b[kk].v[j], acc[i][j]);
+      }
+      break;  // the last K % 4 below
+    }
+    case ProductLoads::rows_of_a:
+      for (; k < p.K; ++k) {
+        const Four a = load_four(p.a + r0 + k * p.a_red), b = load_four(p.b + k * p.b_red + o0);
+        for (int i = 0; i < kProductTile; ++i)
+          for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a.v[i], b.v[j], acc[i][j]);
+      }
+      break;
+    case ProductLoads::scalar: break;
+  }
+  for (; k < p.K; ++k) {
     float a[kProductTile], b[kProductTile];
     for (int i = 0; i < kProductTile; ++i) a[i] = p.a[a_at[i] + k * p.a_red];
     for (int j = 0; j < kProductTile; ++j) b[j] = p.b[k * p.b_red + b_at[j]];
@@ -350,14 +417,14 @@ class FusedStepBlock {
     const AccumulateOut weight_out{grad(p.weight), O};
     float* bias_grad = grad(p.bias);
     block_items3(
-        threads_, product_items(weight_grad), [&](int i) { product_item(weight_grad, i, weight_out); },
+        threads_, product_items(weight_grad), [&](int i) { product_item(weight_grad, i, weight_out, a_.vector_loads); },
         bias_grad ? O : 0,
         [&](int o) {
           float acc = bias_grad[o];
           for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
           bias_grad[o] = acc;
         },
-        in_out.c ? product_items(input_grad) : 0, [&](int i) { product_item(input_grad, i, in_out); });
+        in_out.c ? product_items(input_grad) : 0, [&](int i) { product_item(input_grad, i, in_out, a_.vector_loads); });
   }
 
   // ---- Attention ----------------------------------------------------------------------------
@@ -545,7 +612,7 @@ class FusedStepBlock {
     {
       const Product qkv = forward_product(act, p.qkv, D, 3 * D);
       const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr};
-      block_items(threads_, product_items(qkv), [&](int i) { product_item(qkv, i, out); });
+      block_items(threads_, product_items(qkv), [&](int i) { product_item(qkv, i, out, a_.vector_loads); });
     }
     if (a_.tables.pair_cos) rotation_forward(l);
     attention_forward(l);
@@ -556,7 +623,7 @@ class FusedStepBlock {
       // the backward.
       const Product fc1 = forward_product(act, p.fc1, D, F);
       const ReluOut out{this, l, block_part(l_.pre, l), sm(l_.grad_wide), value(p.fc1.bias, F)};
-      block_items(threads_, product_items(fc1), [&](int i) { product_item(fc1, i, out); });
+      block_items(threads_, product_items(fc1), [&](int i) { product_item(fc1, i, out, a_.vector_loads); });
     }
     residual_forward(l, sm(l_.grad_wide), p.fc2, F, /*site=*/3);
   }
@@ -565,7 +632,7 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void residual_forward(int l, const float* in, const LinearParameters& p, int I, int site) {
     const Product product = forward_product(in, p, I, s_.D);
     const ResidualOut out{this, l, site, sm(l_.x), value(p.bias, s_.D)};
-    block_items(threads_, product_items(product), [&](int i) { product_item(product, i, out); });
+    block_items(threads_, product_items(product), [&](int i) { product_item(product, i, out, a_.vector_loads); });
   }
 
   COPYTASK_HOST_DEVICE void block_backward(int l) {
@@ -603,7 +670,7 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void head_forward() {
     const Product head = forward_product(sm(l_.act), a_.parameters.head, s_.D, s_.V);
     const StoreOut out{sm(l_.logits), s_.V, value(a_.parameters.head.bias, s_.V)};
-    block_items(threads_, product_items(head), [&](int i) { product_item(head, i, out); });
+    block_items(threads_, product_items(head), [&](int i) { product_item(head, i, out, a_.vector_loads); });
   }
   COPYTASK_HOST_DEVICE void head_backward() {
     linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V, StoreOut{sm(l_.grad_narrow), s_.D, nullptr});

@@ -158,6 +158,7 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   a.members = static_cast<int>(M);
   a.partitions = kernels::partition_count(a.s.B);
   a.tile = kernels::tile_layout(a.s, tile_examples_);
+  a.vector_loads = execution_.vector_loads;
   a.tokens = inputs.data_ptr<int64_t>();
   a.targets = targets.data_ptr<int64_t>();
   for (int d = 0; d < 3; ++d) {

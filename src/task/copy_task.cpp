@@ -68,9 +68,68 @@ std::vector<int64_t> random_noise_places(std::mt19937_64& engine, const TaskConf
   return slots;
 }
 
+namespace {
+// A draw from the task's distribution: the length uniform over min_len..max_len, then the
+// content uniform over the content tokens, and under selective the noise's places.
+Example example_draw(std::mt19937_64& engine, const TaskConfig& task, int64_t k) {
+  Example example;
+  example.content.resize(static_cast<size_t>(k));
+  for (auto& token : example.content) token = 1 + static_cast<int64_t>(uniform_below(engine, content_vocab(task)));
+  example.noise_at = random_noise_places(engine, task, k);
+  return example;
+}
+
+// task.sampling = fresh: the test split's inputs distinct (as under unique, from the same
+// engine), then each train example drawn on its own, never a test input.
+CopyTask fresh_generate(const TaskConfig& task, std::mt19937_64& engine) {
+  const auto [train_count, test_count] = copy_task_split_sizes(task);
+  const int64_t span = task.max_len - task.min_len + 1;
+  auto length_draw = [&] { return task.min_len + static_cast<int64_t>(uniform_below(engine, static_cast<uint64_t>(span))); };
+  CopyTask out;
+  out.vocab_size = task.vocab_size;
+  out.context = task.context;
+  out.noise_token = noise_token(task);
+  std::unordered_set<std::string> test_inputs;
+  {
+    std::unordered_set<std::string> seen;
+    std::vector<Example> examples;
+    std::vector<int64_t> used_of_length(static_cast<size_t>(task.max_len + 1), 0);
+    while (static_cast<int64_t>(examples.size()) < test_count) {
+      const int64_t k = length_draw();
+      // At most half of a length's inputs go to the test split, so that training still
+      // draws every length (the test's short lengths would otherwise take all of theirs).
+      if (used_of_length[k] >= inputs_of_length(task, k) / 2) continue;
+      Example example = example_draw(engine, task, k);
+      if (!seen.insert(content_key(example_prefix(task, example))).second) continue;
+      ++used_of_length[k];
+      examples.push_back(std::move(example));
+    }
+    for (const auto& example : examples) {
+      test_inputs.insert(content_key(example_prefix(task, example)));
+      example_append(out.test, task, example, task.context);
+    }
+  }
+  for (int64_t i = 0; i < train_count; ++i) {
+    const int64_t k = length_draw();
+    Example example = example_draw(engine, task, k);
+    // Never a test input: drawn again at the same length, so every length keeps its share.
+    while (test_inputs.count(content_key(example_prefix(task, example)))) example = example_draw(engine, task, k);
+    example_append(out.train, task, example, task.context);
+  }
+  out.train_evaluated = std::min(out.train.count, out.test.count);
+  return out;
+}
+}  // namespace
+
 CopyTask copy_task_generate(const TaskConfig& task) {
   const int64_t vocab = content_vocab(task);
   const int64_t test_count = copy_task_split_sizes(task).second;
+  std::mt19937_64 fresh_engine(static_cast<uint64_t>(task.seed) * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull);
+  if (task.sampling == "fresh") {
+    if (test_count > copy_task_capacity(task))
+      throw std::invalid_argument("the test split exceeds the number of distinct inputs");
+    return fresh_generate(task, fresh_engine);
+  }
   if (task.examples > copy_task_capacity(task))
     throw std::invalid_argument("task.examples exceeds the number of distinct inputs");
 
@@ -107,6 +166,7 @@ CopyTask copy_task_generate(const TaskConfig& task) {
   out.noise_token = noise_token(task);
   for (int64_t i = 0; i < task.examples; ++i)
     example_append(i < test_count ? out.test : out.train, task, examples[i], task.context);
+  out.train_evaluated = out.train.count;
   return out;
 }
 

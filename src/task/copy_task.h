@@ -31,6 +31,10 @@ struct CopyTask {
   int64_t noise_token = -1;  // task/task_kind.h; -1 = none
   CopySplit train;
   CopySplit test;
+  // The train split's first examples the train numbers (train_exact, ...) are measured on:
+  // all of them, but under task.sampling = fresh as many as the test split holds (that split
+  // is a draw for every row of every step, too many to evaluate at every evaluation).
+  int64_t train_evaluated = 0;
 };
 
 // A content sequence as one hashable key: three bytes per token (vocab_size <= 100000),
@@ -41,13 +45,18 @@ std::string content_key(const std::vector<int64_t>& content);
 // copy and reverse (V-2)^k), saturated at INT64_MAX.
 int64_t copy_task_capacity(const TaskConfig& task);
 
-// {train count, test count}: test = round(examples * test_fraction).
+// {train count, test count}: test = round(examples * test_fraction). Under sampling "fresh"
+// only the test count is bounded by the distinct inputs (copy_task_capacity).
 std::pair<int64_t, int64_t> copy_task_split_sizes(const TaskConfig& task);
 
-// Unique examples, deterministic for task.seed; the train and test inputs are disjoint.
-// The length k is uniform over min_len..max_len (a length whose inputs are all used is
-// dropped from the draw; a duplicate is redrawn at its length), the content tokens
-// uniform over 1..V-2.
+// The examples, deterministic for task.seed; the train and test inputs are disjoint.
+// Under task.sampling = unique, every example distinct: the length k is uniform over
+// min_len..max_len (a length whose inputs are all used is dropped from the draw; a
+// duplicate is redrawn at its length), the content tokens uniform over 1..V-2. Under
+// fresh, the test split is drawn so (each length giving it at most half of its inputs, so
+// that training still draws every length), and then every train example independently: its
+// length uniform over min_len..max_len, its content uniform, repeats allowed, a test input
+// drawn again at its length.
 CopyTask copy_task_generate(const TaskConfig& task);
 
 // Appends the example of these content tokens (its input and target, T tokens each) to a split.

@@ -11,7 +11,8 @@ const std::array<std::string, kOutputErrorKinds>& output_error_names() {
 
 OutputError output_error(const TaskConfig& task, const int64_t* row, const OutputSources& sources, int64_t j,
                          int64_t predicted) {
-  if (predicted == kPadToken || predicted == copy_token(task.vocab_size)) return OutputError::stop;
+  if (predicted == kPadToken || predicted == end_token(task) || predicted == copy_token(task.vocab_size))
+    return OutputError::stop;
   const int64_t k = sources.length(), index = sources.content_index[j];
   for (const int64_t next : {index - 1, index + 1})
     if (next >= 0 && next < k && row[sources.content_at[next]] == predicted) return OutputError::neighbour;

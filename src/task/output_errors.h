@@ -2,7 +2,7 @@
 // What a wrong output token is, by what it copied instead (the copy family's error kinds).
 // Pure C++ (no tensors), like task_kind.h. Checked in this order, the first that holds:
 //
-//   stop       the separator or padding: the output stopped early (or ran on past the copy)
+//   stop       the separator, padding or the end token: the output stopped early (or ran on)
 //   neighbour  the content token next to its source in the content (index +- 1): off by one
 //   content    another content token of this input
 //   noise      the noise token (selective only)

@@ -13,7 +13,7 @@ struct TaskConfig {
   int64_t context = 10;     // sequence length T, input and output
   int64_t min_len = 1;      // content tokens per example, at least
   int64_t max_len = 8;      // content tokens per example, at most
-  int64_t examples = 10000; // unique examples, train + test
+  int64_t examples = 10000; // examples, train + test (unique under sampling "unique")
   double test_fraction = 0.1;
   int64_t seed = 0;         // the data's seed: same data for every scheme and seed of a study
   // What the output does with the content (task/task_kind.h): copy, reverse, or selective
@@ -24,6 +24,15 @@ struct TaskConfig {
   // padding after <copy>; or `next-token`, the outputs after <copy> in the input, each
   // predicted from the tokens before it (teacher forcing; greedy generation in evaluation).
   std::string format = "placeholders";
+  // How the examples are drawn (task/copy_task.h): `unique`, distinct inputs, shuffled and
+  // split; or `fresh`, the test split's inputs distinct as before and the train split drawn
+  // independently from the task's distribution, repeats allowed, never a test input, so that
+  // each minibatch a member meets is a fresh draw (Kazemnejad et al.'s protocol).
+  std::string sampling = "unique";
+  // Under next-token, the token that ends the copy (task/task_kind.h): `padding` (0, as the
+  // padding after it), or `own`, a token of its own (V-2, or V-3 under selective), taken from
+  // the content's ids.
+  std::string end_token = "padding";
 };
 
 // Length generalization (docs/design.md section 1): after training, and at every evaluation,

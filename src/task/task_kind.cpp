@@ -46,6 +46,11 @@ TaskKind task_kind(const TaskConfig& task) {
 }
 
 int64_t content_vocab(const TaskConfig& task) {
+  return task.vocab_size - (task_kind(task) == TaskKind::selective ? 3 : 2) - (task.end_token == "own" ? 1 : 0);
+}
+
+int64_t end_token(const TaskConfig& task) {
+  if (task.end_token != "own") return kPadToken;
   return task.vocab_size - (task_kind(task) == TaskKind::selective ? 3 : 2);
 }
 
@@ -113,19 +118,27 @@ std::vector<int64_t> placeholders_target(const TaskConfig& task, const Example& 
   for (int64_t j = 0; j < k && begin + j < context; ++j) target[begin + j] = example.content[reversed ? k - 1 - j : j];
   return target;
 }
+
+// The next-token format's whole sequence: the prefix, <copy>, the outputs and the end token.
+std::vector<int64_t> next_token_sequence(const TaskConfig& task, const Example& example, int64_t context) {
+  std::vector<int64_t> sequence = placeholders_target(task, example, context);
+  const int64_t end_at = static_cast<int64_t>(2 * example.content.size() + example.noise_at.size()) + 1;
+  if (end_at < context) sequence[end_at] = end_token(task);
+  return sequence;
+}
 }  // namespace
 
 std::vector<int64_t> example_input(const TaskConfig& task, const Example& example, int64_t context) {
-  // next-token: the whole sequence, the outputs after <copy> and the end (padding) after them.
-  if (next_token(task)) return placeholders_target(task, example, context);
+  // next-token: the whole sequence, the outputs after <copy> and the end token after them.
+  if (next_token(task)) return next_token_sequence(task, example, context);
   return copy_input(example_prefix(task, example), task.vocab_size, context);
 }
 
 std::vector<int64_t> example_target(const TaskConfig& task, const Example& example, int64_t context) {
   if (!next_token(task)) return placeholders_target(task, example, context);
   // next-token: the prefix echoed (as under placeholders), then from <copy> on each next
-  // token: <copy> predicts output 0, output j output j + 1, the last output the end (0).
-  const std::vector<int64_t> sequence = placeholders_target(task, example, context + 1);
+  // token: <copy> predicts output 0, output j output j + 1, the last output the end.
+  const std::vector<int64_t> sequence = next_token_sequence(task, example, context + 1);
   std::vector<int64_t> target(sequence.begin(), sequence.begin() + context);
   const int64_t copy_at = static_cast<int64_t>(example.content.size() + example.noise_at.size());
   for (int64_t t = copy_at; t < context; ++t) target[t] = sequence[t + 1];

@@ -17,11 +17,14 @@
 // whole sequence and the model predicts each next token from those before it (causal):
 //   copy      input : c1 .. ck <copy> c1 .. ck _ ..     target: c1 .. ck c1 .. ck _ _
 // the prefix echoed as above, then from <copy> on the next token: <copy> predicts output 0
-// (output j is predicted at p + j), the last output predicts the end, padding (0).
+// (output j is predicted at p + j), the last output predicts the end: padding (0), or under
+// task.end_token = own a token of its own, E, which the input then holds after the outputs
+// (c1 .. ck <copy> c1 .. ck E _ ..), and which predicts padding.
 // Selective inputs hold m = round(k * noise / (1 - noise)) noise tokens `~` at uniformly
 // drawn places among the p = k + m positions before <copy>, so that about the share `noise`
 // of them is noise. Token ids: 0 = padding, V-1 = <copy>; content 1..V-2, except under
-// selective, where V-2 is the noise token and the content is 1..V-3.
+// selective, where V-2 is the noise token and the content is 1..V-3; under end_token = own
+// the end token is the highest id below those, and the content one id fewer.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,10 +46,14 @@ std::vector<int64_t> copy_input(const std::vector<int64_t>& content, int64_t voc
 std::vector<int64_t> copy_target(const std::vector<int64_t>& content, int64_t vocab_size, int64_t context);
 // How many distinct inputs of k content tokens exist, (content_vocab)^k, saturated at INT64_MAX.
 int64_t copy_inputs_of_length(int64_t content_vocab, int64_t k);
-// How many content token ids there are: V - 2, or V - 3 under selective.
+// How many content token ids there are: V - 2, or V - 3 under selective; one fewer under
+// end_token = own.
 int64_t content_vocab(const TaskConfig& task);
 // The noise token's id (V - 2) under selective; -1 (no token) otherwise.
 int64_t noise_token(const TaskConfig& task);
+// The token that ends a next-token copy: 0 (padding), or under end_token = own its own id,
+// V - 2 (V - 3 under selective).
+int64_t end_token(const TaskConfig& task);
 // Noise tokens in an input of k content tokens: round(k * noise / (1 - noise)) under
 // selective, else 0.
 int64_t noise_count(const TaskConfig& task, int64_t k);

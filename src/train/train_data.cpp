@@ -17,6 +17,9 @@ TrainData train_data_upload(const CopyTask& task, const torch::Device& device) {
   data.train_targets = upload(task.train.targets, task.train.count, task.context, device);
   data.test_inputs = upload(task.test.inputs, task.test.count, task.context, device);
   data.test_targets = upload(task.test.targets, task.test.count, task.context, device);
+  const int64_t evaluated = task.train_evaluated > 0 ? task.train_evaluated : task.train.count;
+  data.train_evaluated_inputs = data.train_inputs.narrow(0, 0, evaluated);    // (n, T)
+  data.train_evaluated_targets = data.train_targets.narrow(0, 0, evaluated);  // (n, T)
   data.noise_token = task.noise_token;
   return data;
 }

@@ -32,7 +32,7 @@ TrainOutcome train_members(Encoder& model, const TrainData& data, const TrainCon
       const auto evaluation_start = std::chrono::steady_clock::now();
       Evaluation evaluation;
       evaluation.step = step;
-      evaluation.train = evaluate_split(model, data.train_inputs, data.train_targets, data.noise_token);
+      evaluation.train = evaluate_split(model, data.train_evaluated_inputs, data.train_evaluated_targets, data.noise_token);
       evaluation.test = evaluate_split(model, data.test_inputs, data.test_targets, data.noise_token);
       if (!data.lengths.empty()) evaluation.lengths = evaluate_lengths(model, data.lengths);
       if (!data.lengths.empty() && step == train.steps) evaluation.rescaled = evaluate_rope_rescalings(model, data.lengths);
