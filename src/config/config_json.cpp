@@ -146,6 +146,15 @@ json nested_patch(const std::string& dotted_key, const json& value) {
   return patch;
 }
 
+// ", task.context, task.kind, ...": the task keys a scheme or grid point may set, from the
+// field table's scopes (for the messages that say what may vary).
+std::string scheme_task_keys() {
+  std::string keys;
+  for (const auto& field : config_fields())
+    if (field.section() == "task" && field.scope == KeyScope::scheme) keys += ", " + field.key;
+  return keys;
+}
+
 // Whether a scheme or grid point may set `key` (the field table's scope). An unknown key
 // under model. or train. passes here, to be reported with a suggestion by the type check.
 bool may_vary_per_scheme(const std::string& key) {
@@ -168,10 +177,11 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
   for (const auto& item : entry.items()) {
     if (item.key() == "name") continue;
     const std::string& key = item.key();
-    if (!may_vary_per_scheme(key))
+    if (!may_vary_per_scheme(key)) {
       throw ConfigError(where + " (\"" + scheme.name + "\"): key '" + key +
-                        "' cannot vary between schemes; a scheme may override model.* and train.* keys, task.kind, "
-                        "task.noise and task.context (but not train.device, train.threads or train.cuda_graph, which hold for the whole study)");
+                        "' cannot vary between schemes; a scheme may override model.* and train.* keys" + scheme_task_keys() +
+                        " (but not train.device, train.threads or train.cuda_graph, which hold for the whole study)");
+    }
     // Check the key and type now, so a typo is reported with the scheme's name.
     json probe = defaults;
     try {
@@ -194,9 +204,8 @@ json grid_from_json(const json& grid, const json& defaults) {
     const std::string where = "compare.grid[\"" + key + "\"]";
     // The seeds are already an axis of every study.
     if (!may_vary_per_scheme(key) || key == "train.seeds")
-      throw ConfigError(where + ": key '" + key +
-                        "' cannot be a grid axis; a grid may vary model.* and train.* keys, task.kind, task.noise and task.context "
-                        "(but not train.seeds, train.device or train.threads)");
+      throw ConfigError(where + ": key '" + key + "' cannot be a grid axis; a grid may vary model.* and train.* keys" +
+                        scheme_task_keys() + " (but not train.seeds, train.device or train.threads)");
     if (!item.value().is_array() || item.value().empty())
       throw ConfigError(where + " = " + shown(item.value()) + ": expected a non-empty list of values, e.g. [1, 2, 4]");
     for (const auto& value : item.value()) {

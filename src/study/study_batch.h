@@ -13,8 +13,8 @@
 
 namespace copytask {
 
-// What the batches of one task train and are probed on (schemes may change task.kind,
-// task.noise and task.context only, and not eval.* or report.*; a study prepares one per task).
+// What the batches of one task train and are probed on (schemes may change the task keys of
+// scheme scope, config/config_fields.cpp, and not eval.* or report.*; a study prepares one per task).
 struct StudyInputs {
   TrainData data;                 // train/test splits and the length sets, on the device
   nlohmann::json probe_inputs;    // [P][T] the probes' full inputs (<copy> and padding added)
