@@ -324,6 +324,24 @@ TEST(FusedCpuTraining, AForcedVariantIsCheckedAgainstThisCpu) {
   cpu_variant_set(before);
 }
 
+// The core bench names beside the share of the peak: CPUID's vendor, family and model, and the
+// microarchitecture they stand for (Zen 4 and 5, Sapphire and Emerald Rapids, ...).
+TEST(FusedCpuTraining, TheCoreIsNamedFromCpuid) {
+  EXPECT_EQ(cpu_microarchitecture("AuthenticAMD", 0x19, 0x11, true), "Zen 4");  // Genoa
+  EXPECT_EQ(cpu_microarchitecture("AuthenticAMD", 0x19, 0x01, true), "Zen 4");  // a VM's masked model, AVX-512
+  EXPECT_EQ(cpu_microarchitecture("AuthenticAMD", 0x19, 0x01, false), "Zen 3");  // Milan
+  EXPECT_EQ(cpu_microarchitecture("AuthenticAMD", 0x1a, 0x02, true), "Zen 5");  // Turin
+  EXPECT_EQ(cpu_microarchitecture("GenuineIntel", 6, 0x8f, true), "Sapphire Rapids");
+  EXPECT_EQ(cpu_microarchitecture("GenuineIntel", 6, 0xcf, true), "Emerald Rapids");
+  EXPECT_EQ(cpu_microarchitecture("GenuineIntel", 6, 0x01, false), "");
+  const CpuCore core = cpu_core();
+  std::printf("  this core: %s\n", core.text().c_str());
+#if defined(__x86_64__)
+  EXPECT_FALSE(core.vendor.empty());
+  EXPECT_NE(core.text().find(" family "), std::string::npos);
+#endif
+}
+
 // "auto": the widest variant this CPU can run (x86-64-v4 wherever it has AVX-512, Zen 4's
 // 256-bit pipes included; x86-64-v3 with AVX2; generic without), each variant's features
 // checked on their own (cpu_variant_missing), and one that is set by name is what runs.

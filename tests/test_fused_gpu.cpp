@@ -369,8 +369,12 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   FusedGpuExecution every_table;  // the fixed tables' gradients too
   every_table.every_table_learned = true;
   const StepResult base = kernel_step(model, inputs, targets, &masks, positions, every_table);
-  const int64_t one_example = kernels::tile_layout(
-      kernels::StepShape{static_cast<int>(B), 10, 8, 2, 4, 12, 11, 2, static_cast<int>(model->table_positions(10))}, 1).floats * 4;
+  const kernels::StepShape shape_of_step{static_cast<int>(B), 10, 8, 2, 4, 12, 11, 2,
+                                         static_cast<int>(model->table_positions(10))};
+  // A multiprocessor's shared memory that holds two blocks of E examples, the runtime's 1 KB each.
+  auto multiprocessor_for = [&](int E) {
+    return (kernels::tile_layout(shape_of_step, E).floats * 4 + kernels::kSharedReservedPerBlock) * 2;
+  };
   struct Variant {
     const char* what;
     int threads;
@@ -379,7 +383,7 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   };
   for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
                            Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
-                           Variant{"tiles of 1", 256, 17, one_example * 2}, Variant{"tiles of 3", 33, 3, one_example * 6},
+                           Variant{"tiles of 1", 256, 17, multiprocessor_for(1)}, Variant{"tiles of 3", 33, 3, multiprocessor_for(3)},
                            Variant{"scalar loads", 256, 0, 0}}) {
     FusedGpuExecution execution = every_table;
     execution.threads = v.threads;
@@ -391,8 +395,11 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
                                         << worst_relative_gradient_difference(base, other);
   }
   FusedGpuExecution tiles_of_one;
-  tiles_of_one.shared_bytes = one_example * 2;
+  tiles_of_one.shared_bytes = multiprocessor_for(1);
   EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_one).tile_examples(), 1);
+  FusedGpuExecution tiles_of_three;
+  tiles_of_three.shared_bytes = multiprocessor_for(3);
+  EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_three).tile_examples(), 3);
   EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
 }
 

@@ -76,6 +76,7 @@ int bench_command_run(const BenchCommandOptions& options) {
   std::printf("tokens/s           %.0f\n", result.tokens_per_second);
   std::printf("GFLOP/s achieved   %.1f (%.3g GFLOP a step, matrix products, forward and backward)\n",
               result.flops_per_second / 1e9, result.flops_per_step / 1e9);
+  if (device.is_cpu()) std::printf("core               %s\n", result.core.text().c_str());
   if (result.measured_flops_per_second > 0)
     std::printf("share of measured  %.1f%% of %.1f GFLOP/s measured on this machine (%s)\n", 100.0 * result.measured_share,
                 result.measured_flops_per_second / 1e9, result.measured_how.c_str());

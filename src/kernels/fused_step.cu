@@ -33,11 +33,16 @@ __global__ void fused_step_sum_kernel(const __grid_constant__ FusedStepArgs args
 int fused_step_launch(const FusedStepArgs& args, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
   const size_t shared = static_cast<size_t>(args.tile.floats) * sizeof(float);
-  // Above 48 KB a kernel must ask for its dynamic shared memory (not a stream operation: it
-  // may be set while a graph is captured).
-  cudaError_t error = cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(shared));
-  if (error != cudaSuccess) return static_cast<int>(error);
+  // Above 48 KB a kernel must ask for its dynamic shared memory: asked once for the largest
+  // tile so far, at the first launch (the device step's uncaptured warm-up), so that a graph's
+  // capture never meets the call.
+  static size_t asked = 0;
+  cudaError_t error = cudaSuccess;
+  if (shared > asked) {
+    error = cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+    if (error != cudaSuccess) return static_cast<int>(error);
+    asked = shared;
+  }
   const unsigned blocks = static_cast<unsigned>(args.members) * static_cast<unsigned>(args.partitions);
   fused_step_kernel<<<blocks, kFusedStepThreads, shared, stream>>>(args);
   error = cudaGetLastError();
@@ -53,7 +58,7 @@ int fused_step_launch(const FusedStepArgs& args, void* stream_handle) {
 int64_t fused_step_shared_memory_limit() {
   int device = 0, bytes = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) return 0;
   return bytes;
 }
 

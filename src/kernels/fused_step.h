@@ -35,9 +35,10 @@ namespace copytask::kernels {
 inline constexpr int kMaxBlocks = 8;              // L: the most blocks the kernel holds parameters for
 inline constexpr int kExamplesPerPartition = 32;  // examples of one thread block (the last partition fewer)
 inline constexpr int kFusedStepThreads = 256;     // threads of a block
-// A tile gets at most half of the shared memory the device gives one block, so that two
-// blocks share a multiprocessor and one's barriers overlap the other's work.
+// A tile gets at most half of a multiprocessor's shared memory (less the runtime's 1 KB a
+// block), so that two blocks share a multiprocessor and one's barriers overlap the other's work.
 inline constexpr int kBlocksPerMultiprocessor = 2;
+inline constexpr int64_t kSharedReservedPerBlock = 1024;
 
 struct StepShape {
   int B = 0, T = 0, D = 0, H = 0, Dh = 0, F = 0, V = 0, L = 0, P = 0;
@@ -171,15 +172,17 @@ COPYTASK_HOST_DEVICE inline int partition_count(int B) { return (B + kExamplesPe
 
 // A tile of E examples' layout.
 TileLayout tile_layout(const StepShape& s, int E);
-// The most examples a tile can hold in `shared_bytes` of shared memory (at most
-// kExamplesPerPartition), or 0 when not even one fits.
-int tile_examples(const StepShape& s, int64_t shared_bytes);
+// The most examples a tile can hold when a multiprocessor has `multiprocessor_bytes` of
+// shared memory: kBlocksPerMultiprocessor blocks' tiles, each with the runtime's reserve, at
+// most kExamplesPerPartition examples; a shape too large for that gets one block's worth (one
+// block a multiprocessor); 0 when not even one example fits.
+int tile_examples(const StepShape& s, int64_t multiprocessor_bytes);
 
 // The step on a GPU: the step kernel on M K blocks, then the sum kernel, both on `stream` (a
 // cudaStream_t); every pointer of args in device memory. Returns the first launch error
 // (a cudaError_t; 0: none). Only in a build with copytask's CUDA kernels (kernels/cuda_switch.h).
 int fused_step_launch(const FusedStepArgs& args, void* stream);
-// The shared memory one block may have on the current GPU (cudaDevAttrMaxSharedMemoryPerBlockOptin),
+// The current GPU's shared memory a multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor),
 // in bytes; 0 when unknown.
 int64_t fused_step_shared_memory_limit();
 

@@ -51,12 +51,12 @@ TileLayout tile_layout(const StepShape& s, int E) {
   return l;
 }
 
-int tile_examples(const StepShape& s, int64_t shared_bytes) {
-  const int64_t budget = shared_bytes / kBlocksPerMultiprocessor;
+int tile_examples(const StepShape& s, int64_t multiprocessor_bytes) {
+  const int64_t budget = multiprocessor_bytes / kBlocksPerMultiprocessor - kSharedReservedPerBlock;
   int E = 0;
   while (E < kExamplesPerPartition && static_cast<int64_t>(tile_layout(s, E + 1).floats) * 4 <= budget) ++E;
   // A shape too large for two blocks a multiprocessor may still run one.
-  if (E == 0 && static_cast<int64_t>(tile_layout(s, 1).floats) * 4 <= shared_bytes) E = 1;
+  if (E == 0 && static_cast<int64_t>(tile_layout(s, 1).floats) * 4 <= multiprocessor_bytes - kSharedReservedPerBlock) E = 1;
   return E;
 }
 

@@ -1,7 +1,9 @@
 #include "model/cpu_variant.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -130,6 +132,58 @@ std::string cpu_variant_from_environment() {
   const std::string message = cpu_variant_set(value && *value ? std::string(value) : std::string("auto"));
   if (message.empty()) return "";
   return "COPYTASK_CPU_KERNEL: " + message + " (unset it, or set it to auto, for the default)";
+}
+
+// The ones this project has met or is likely to: AMD's and Intel's server and desktop cores
+// since 2017.
+std::string cpu_microarchitecture(const std::string& vendor, unsigned family, unsigned model, bool avx512) {
+  if (vendor == "AuthenticAMD") {
+    if (family == 0x17) return model >= 0x30 ? "Zen 2" : "Zen / Zen+";
+    if (family == 0x19) return avx512 ? "Zen 4" : "Zen 3";  // AVX-512 came with Zen 4; VMs mask the model
+    if (family == 0x1a) return "Zen 5";
+  }
+  if (vendor == "GenuineIntel" && family == 6) {
+    switch (model) {
+      case 0x55: return "Skylake-SP / Cascade Lake";
+      case 0x6a: case 0x6c: return "Ice Lake-SP";
+      case 0x8f: return "Sapphire Rapids";
+      case 0xcf: return "Emerald Rapids";
+      case 0xad: case 0xae: return "Granite Rapids";
+      case 0x7d: case 0x7e: return "Ice Lake";
+      case 0x8c: case 0x8d: return "Tiger Lake";
+      case 0x97: case 0x9a: return "Alder Lake";
+      case 0xb7: case 0xba: case 0xbf: return "Raptor Lake";
+      default: break;
+    }
+  }
+  return "";
+}
+
+std::string CpuCore::text() const {
+  if (vendor.empty()) return "not an x86 CPU";
+  const char* maker = vendor == "AuthenticAMD" ? "AMD" : vendor == "GenuineIntel" ? "Intel" : vendor.c_str();
+  char numbers[64];
+  std::snprintf(numbers, sizeof numbers, " family %xh model %xh", family, model);
+  return std::string(maker) + numbers + (microarchitecture.empty() ? "" : " (" + microarchitecture + ")");
+}
+
+CpuCore cpu_core() {
+  CpuCore core;
+#if COPYTASK_X86
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return core;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  core.vendor = vendor;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return core;
+  const unsigned base_family = (eax >> 8) & 0xf, base_model = (eax >> 4) & 0xf;
+  core.family = base_family == 0xf ? base_family + ((eax >> 20) & 0xff) : base_family;
+  core.model = base_family == 0xf || base_family == 6 ? (((eax >> 16) & 0xf) << 4) + base_model : base_model;
+  core.microarchitecture = cpu_microarchitecture(core.vendor, core.family, core.model, __builtin_cpu_supports("avx512f"));
+#endif
+  return core;
 }
 
 bool cpu_avx512_on_256_bit_pipes() {

@@ -53,6 +53,24 @@ struct FmaPeak {
 };
 FmaPeak cpu_fma_peak_per_cycle(CpuVariant variant);
 
+// The core the CPU kernels run on, as CPUID names it: the vendor, the family and model
+// (base and extended, as the vendors' manuals number them), and the microarchitecture they
+// stand for where a small table knows it ("Zen 4", "Sapphire Rapids", ...; "" otherwise).
+// What bench records beside the share of the peak, since the share depends on the core.
+struct CpuCore {
+  std::string vendor;  // "AuthenticAMD", "GenuineIntel", ...; "" off x86
+  unsigned family = 0, model = 0;
+  std::string microarchitecture;
+  // "AMD family 19h model 11h (Zen 4)"
+  std::string text() const;
+};
+CpuCore cpu_core();
+// The microarchitecture of a vendor's x86 family and model (cpu_core's table); "" unknown.
+// avx512: whether the core runs AVX-512, which tells Zen 4 from Zen 3 in family 19h where a
+// virtual machine reports another model number (this project's VM: model 1, Milan's, with
+// AVX-512, which Milan lacks).
+std::string cpu_microarchitecture(const std::string& vendor, unsigned family, unsigned model, bool avx512);
+
 // Whether this CPU's 512-bit FMAs run on 256-bit pipes (AMD family 19h, Zen 4): a 16-lane
 // FMA then costs two 8-lane ones, and the x86-64-v4 products take 8-lane tiles where 16
 // lanes would compute more of them. Read once.

@@ -89,7 +89,7 @@ std::string fused_gpu_unsupported(EncoderImpl& model, int64_t T, const FusedGpuE
   if (kernels::tile_examples(s, shared) < 1)
     return "one example's activations (" + std::to_string(kernels::tile_layout(s, 1).floats * 4) +
            " bytes at T = " + std::to_string(T) + ") do not fit the " + std::to_string(shared) +
-           " bytes of shared memory a thread block may have";
+           " bytes of shared memory a multiprocessor has (less the runtime's 1 KB a block)";
   return "";
 }
 

@@ -21,9 +21,9 @@
 
 namespace copytask {
 
-// How the kernels run. On a GPU: its shared memory (0: the device's own). On the CPU,
-// emulated: the threads of a block, the shuffle seed of their order (0: in order), and the
-// shared memory a tile is sized for (0: an H100's 227 KB). The numbers depend on none of
+// How the kernels run. On a GPU: a multiprocessor's shared memory (0: the device's own). On
+// the CPU, emulated: the threads of a block, the shuffle seed of their order (0: in order),
+// and the multiprocessor's shared memory the tile is sized for (0: an H100's 228 KB). The numbers depend on none of
 // them (tested). every_table_learned: return the gradient of every table a member uses, the
 // fixed ones too (the tests compare them with autograd's). vector_loads: as the kernels'
 // argument of that name (false: a test's check that no number depends on it).
@@ -35,8 +35,8 @@ struct FusedGpuExecution {
   bool vector_loads = true;  // kernels::FusedStepArgs::vector_loads
 };
 
-// An H100's and H200's shared memory for one block (cudaDevAttrMaxSharedMemoryPerBlockOptin).
-inline constexpr int64_t kHopperSharedBytes = 232448;
+// An H100's and H200's shared memory a multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor).
+inline constexpr int64_t kHopperSharedBytes = 233472;
 
 // Why the fused GPU step's kernels cannot run a member of this scheme with these options
 // ("" when they can): the hook it acts through that has no kernel form. The study's planner

@@ -67,6 +67,7 @@ BenchResult bench_training_step(const Config& config, const std::vector<MemberSp
     if (fused) result.cpu_kernel = cpu_variant_name(variant);
     const FmaPeak fma = cpu_fma_peak_per_cycle(variant);
     const CpuClock clock = cpu_clock();
+    result.core = cpu_core();
     result.cores = at::get_num_threads();
     result.clock_ghz = clock.ghz;
     result.clock_source = clock.source;
@@ -110,7 +111,12 @@ nlohmann::json bench_json(const BenchResult& r) {
           {"cpu_kernel", r.cpu_kernel.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.cpu_kernel)},
           {"cpu_peak",
            r.measured_flops_per_second > 0
-               ? nlohmann::json{{"cores", r.cores},
+               ? nlohmann::json{{"core", {{"vendor", r.core.vendor},
+                                           {"family", r.core.family},
+                                           {"model", r.core.model},
+                                           {"microarchitecture", r.core.microarchitecture},
+                                           {"text", r.core.text()}}},
+                                {"cores", r.cores},
                                 {"clock_ghz", r.clock_ghz},
                                 {"clock_source", r.clock_source},
                                 {"flop_per_cycle", r.flop_per_cycle},

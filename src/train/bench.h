@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.h"
+#include "model/cpu_variant.h"
 #include "model/encoder_shape.h"
 #include "model/member.h"
 #include "train/step_profile.h"
@@ -36,6 +37,7 @@ struct BenchResult {
   // of the instruction set in use (the widest this CPU has for the autograd step, whose
   // kernels are LibTorch's), with where each number came from.
   std::string cpu_kernel;
+  CpuCore core;                        // the core it ran on (model/cpu_variant.h)
   int64_t cores = 0;                   // threads the step ran on
   double clock_ghz = 0;
   std::string clock_source;
