@@ -137,6 +137,10 @@ TEST(Config, OutOfRangeAndContradictoryValuesAreRejected) {
                   {"task.examples = 100", "only 6 distinct inputs"});
   expect_rejected({"task.examples=5", "task.test_fraction=0.05"}, {"task.test_fraction", "test split empty"});
   expect_rejected({"task.sampling=random"}, {"task.sampling", "unique or fresh"});
+  expect_rejected({"task.convention=paper"}, {"task.convention", "copytask or cho"});
+  expect_rejected({"task.convention=cho"}, {"task.convention = \"cho\"", "task.format = next-token", "end_token = own"});
+  expect_rejected({"task.convention=cho", "task.format=next-token", "model.causal=true"},
+                  {"task.convention = \"cho\"", "task.end_token = own"});
   expect_rejected({"task.sampling=fresh"}, {"train.batch_size", "needs minibatches"});
   expect_rejected({"task.sampling=fresh", "train.batch_size=128"},
                   {"task.examples = 10000", "train.steps x train.batch_size = 256000", "at least 284446"});

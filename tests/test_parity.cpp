@@ -13,6 +13,7 @@
 #include "model/fused_cpu.h"
 #include "model/positional.h"
 #include "parity_fixtures.h"
+#include "task/task_kind.h"
 #include "test_util.h"
 
 namespace copytask {
@@ -63,6 +64,7 @@ TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     const auto own = model->evaluation_positions(torch::stack(tokens), 0);  // (M, B, T)
     for (int64_t m = 0; m < M; ++m) {
       if (!fixtures[m].json.contains("positions") || members[m].options.position_ids == "random") continue;
+      if (fixtures[m].json["config"].contains("task")) continue;  // a task of its own: ChoFixture... below
       const auto given = batch.positions[m];
       EXPECT_TRUE(torch::equal(given - given.narrow(1, 0, 1), own[m])) << fixtures[m].name << ": other IDs than copytask's";
     }
@@ -142,6 +144,46 @@ TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
   }
   std::printf("parity maxdiff of the fused CPU step: loss %.2e, gradients %.2e, forward logits %.2e\n", worst_fused_loss,
               worst_fused_grad, worst_fused_logits);
+}
+
+// The fixture of Cho et al.'s convention (a next-token copy, an end token of its own, only the
+// outputs and the end in the loss, Cho's coupled IDs) was made by the reference from its own
+// reading of the paper: copytask's task layer gives the same sequence, targets (-1 out of
+// the loss) and IDs up to each example's start, so the parity above is of copytask's layout.
+TEST(Parity, ChoFixtureIsCopytasksOwnLayoutOfTheSameExamples) {
+  int64_t checked = 0;
+  for (const auto& name : fixture_names()) {
+    const Fixture fixture = load_fixture(name);
+    const auto& config = fixture.json["config"];
+    if (!config.contains("task")) continue;
+    TaskConfig task;
+    task.vocab_size = config["vocab_size"];
+    task.context = config["context"];
+    task.kind = config["task"]["kind"];
+    task.format = config["task"]["format"];
+    task.end_token = config["task"]["end_token"];
+    task.convention = config["task"]["convention"];
+    ASSERT_EQ(task.convention, "cho") << name;
+    const int64_t T = task.context;
+    for (size_t b = 0; b < fixture.json["tokens"].size(); ++b) {
+      const std::vector<int64_t> tokens = fixture.json["tokens"][b], targets = fixture.json["targets"][b],
+                                 given = fixture.json["positions"][b];
+      const OutputSources sources = output_sources(task, tokens.data(), T);
+      ASSERT_GE(sources.copy_at, 1) << name;
+      Example example;
+      example.content.assign(tokens.begin(), tokens.begin() + sources.copy_at);
+      EXPECT_EQ(example_input(task, example, T), tokens) << name << " row " << b;
+      EXPECT_EQ(example_target(task, example, T), targets) << name << " row " << b;
+      std::vector<int64_t> places(static_cast<size_t>(T));
+      coupled_places(task, tokens.data(), T, places.data());
+      const int64_t start = given[static_cast<size_t>(sources.copy_at)] - places[static_cast<size_t>(sources.copy_at)];
+      for (int64_t t = 0; t < T; ++t)
+        EXPECT_EQ(given[static_cast<size_t>(t)], coupled_id(task, places[static_cast<size_t>(t)], start))
+            << name << " row " << b << " position " << t;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0) << "no fixture of Cho et al.'s convention; run tests/reference/make_parity_fixtures.py";
 }
 
 // The same check must fail when the model is wrong: perturb one weight of one member and

@@ -267,6 +267,89 @@ TEST(TaskKinds, AnEndTokenOfItsOwnEndsTheNextTokenCopy) {
   EXPECT_EQ(content_vocab(padding), 9);
 }
 
+// The two next-token conventions written out for one example of each kind: the input, the
+// targets (-1 out of the loss), the loss mask and the coupled IDs at start 4. copytask: every
+// position in the loss, the position that predicts output j at source j's place; cho (Cho et
+// al. 2024): only <copy> .. the last output in the loss (they predict the outputs and the
+// end), each output token at its source's place, <copy> one step before output 0's source,
+// the prefix from 2, the end token and the padding at ID 0 whatever the start.
+TEST(TaskKinds, TheTwoNextTokenConventionsWrittenOut) {
+  TaskConfig copytask;
+  copytask.format = "next-token";
+  copytask.end_token = "own";
+  TaskConfig cho = copytask;
+  cho.convention = "cho";
+  struct Form {
+    std::string kind;
+    Example example;
+    int64_t T;
+    std::vector<int64_t> input, copytask_target, copytask_ids, cho_target, cho_ids;
+  };
+  const std::vector<Form> forms = {
+      //        c1 c2 c3 <c> o1 o2 o3  E  _  _
+      {"copy", {{3, 5, 7}, {}}, 10,
+       {3, 5, 7, 10, 3, 5, 7, 9, 0, 0},
+       {3, 5, 7, 3, 5, 7, 9, 0, 0, 0},
+       {4, 5, 6, 4, 5, 6, 10, 11, 12, 13},
+       {-1, -1, -1, 3, 5, 7, 9, -1, -1, -1},
+       {6, 7, 8, 5, 6, 7, 8, 0, 0, 0}},
+      {"reverse", {{3, 5, 7}, {}}, 10,
+       {3, 5, 7, 10, 7, 5, 3, 9, 0, 0},
+       {3, 5, 7, 7, 5, 3, 9, 0, 0, 0},
+       {4, 5, 6, 6, 5, 4, 10, 11, 12, 13},
+       {-1, -1, -1, 7, 5, 3, 9, -1, -1, -1},
+       {6, 7, 8, 9, 8, 7, 6, 0, 0, 0}},
+      //             3  ~  5  ~  ~  7 <c> o1 o2 o3  E
+      {"selective", {{3, 5, 7}, {1, 3, 4}}, 11,
+       {3, 9, 5, 9, 9, 7, 10, 3, 5, 7, 8},
+       {3, 9, 5, 9, 9, 7, 3, 5, 7, 8, 0},
+       {4, 5, 6, 7, 8, 9, 4, 6, 9, 13, 14},
+       {-1, -1, -1, -1, -1, -1, 3, 5, 7, 8, -1},
+       {6, 7, 8, 9, 10, 11, 5, 6, 8, 11, 0}},
+  };
+  constexpr int64_t kStart = 4;
+  auto text = [](const std::vector<int64_t>& values) {
+    std::string out;
+    for (int64_t v : values) out += (out.empty() ? "" : " ") + std::to_string(v);
+    return out;
+  };
+  for (const Form& form : forms) {
+    for (const bool is_cho : {false, true}) {
+      TaskConfig task = is_cho ? cho : copytask;
+      task.kind = form.kind;
+      task.context = form.T;
+      const std::string name = form.kind + (is_cho ? " cho" : " copytask");
+      const std::vector<int64_t> input = example_input(task, form.example, form.T);
+      const std::vector<int64_t> target = example_target(task, form.example, form.T);
+      std::vector<int64_t> places(static_cast<size_t>(form.T)), ids, mask;
+      coupled_places(task, input.data(), form.T, places.data());
+      for (int64_t place : places) ids.push_back(coupled_id(task, place, kStart));
+      for (int64_t y : target) mask.push_back(y >= 0 ? 1 : 0);
+      std::printf("  %-18s input  %s\n  %-18s target %s\n  %-18s mask   %s\n  %-18s IDs    %s\n", name.c_str(),
+                  text(input).c_str(), "", text(target).c_str(), "", text(mask).c_str(), "",
+                  text(ids).c_str());
+      EXPECT_EQ(input, form.input) << name << ": the convention does not change the sequence";
+      EXPECT_EQ(target, is_cho ? form.cho_target : form.copytask_target) << name;
+      EXPECT_EQ(ids, is_cho ? form.cho_ids : form.copytask_ids) << name;
+      // The same IDs from the position IDs of a training batch at any start: under cho the
+      // end token and the padding stay at 0, every other token moves with the start.
+      const OutputSources sources = output_sources(task, input.data(), form.T);
+      const int64_t k = sources.length();
+      EXPECT_EQ(k, 3) << name;
+      if (is_cho) {
+        for (int64_t j = 0; j < k; ++j)  // each output token at its source's ID
+          EXPECT_EQ(ids[sources.copy_at + 1 + j], ids[sources.sources[j]]) << name << " output " << j;
+        // The end is predicted at the last output, which is at the last source's ID.
+        EXPECT_EQ(target[sources.copy_at + k], end_token(task)) << name;
+        EXPECT_EQ(ids[sources.copy_at + k], ids[sources.sources[k - 1]]) << name;
+      } else {
+        for (int64_t j = 0; j < k; ++j)  // the position predicting output j at source j's ID
+          EXPECT_EQ(ids[sources.output_begin() + j], ids[sources.sources[j]]) << name << " output " << j;
+      }
+    }
+  }
+}
+
 // Greedy generation (evaluation under next-token): the same outputs as generating one
 // example at a time by hand, each output fed back in; the inputs' own outputs are never read.
 TEST(TaskKinds, GenerationFeedsEachOutputBackAndNeverReadsTheAnswer) {

@@ -288,15 +288,24 @@ def check_model(run):
 # One fixture's model at position IDs (model.position_ids)
 # ----------------------------------------------------------------------------
 
-def check_ids(kind, ids, tokens, copy_token, P):
+def check_ids(kind, ids, tokens, copy_token, P, convention=""):
     """The IDs are what their kind says: in 0..P-1; random sorted and distinct; offset
-    consecutive; coupled consecutive but for the outputs, each at its source's ID."""
+    consecutive; coupled consecutive but for the outputs, each at its source's ID; under
+    Cho's convention the input consecutive from '=' (<copy>) one before it, each answer
+    token at its input token's ID, and the rest 0."""
     B, T = ids.shape
     assert int(ids.min()) >= 0 and int(ids.max()) < P, (ids.min(), ids.max(), P)
     for b in range(B):
         row = ids[b].tolist()
         if kind == "random":
             assert row == sorted(set(row)), row
+            continue
+        if convention == "cho":
+            k = tokens[b].tolist().index(copy_token)
+            assert row[k] >= 1, row
+            assert row[:k] == [row[k] + 1 + i for i in range(k)], row
+            assert row[k + 1:2 * k + 1] == row[:k], row
+            assert all(r == 0 for r in row[2 * k + 1:]), row
             continue
         s = row[0]
         copy_at = tokens[b].tolist().index(copy_token)
@@ -306,11 +315,11 @@ def check_ids(kind, ids, tokens, copy_token, P):
             assert row[t] == expected, (kind, b, t, row)
 
 
-def check_model_at_ids(run, kind, ids, P):
+def check_model_at_ids(run, kind, ids, P, convention=""):
     """A fixture with position IDs: its IDs, the outputs and the gradients at them (finite
     differences through the gathers), and the reading at IDs 0..T-1 equal to the model's at
     its own positions. The scheme's formulas are its sequential fixtures' checks."""
-    check_ids(kind, ids, run.tokens, run.config.vocab - 1, P)
+    check_ids(kind, ids, run.tokens, run.config.vocab - 1, P, convention)
     check_outputs(run)
     check_gradients(run)
     model, tokens = run.model, run.tokens

@@ -21,3 +21,22 @@ def make_copy_batch(gen, B, T, V):
         tokens.append(inp)
         targets.append(tgt)
     return torch.tensor(tokens, dtype=torch.int64), torch.tensor(targets, dtype=torch.int64)
+
+
+def make_cho_copy_batch(gen, B, T, V):
+    """Next-token copy under Cho et al.'s convention: k content tokens, <copy>, the k
+    outputs, the end token E, pad; the target is the next token from <copy> to the last
+    output (output 0 .. output k-1, then E), -1 (out of the loss) everywhere else. Token
+    ids: 0 pad, 1..V-3 content, V-2 E, V-1 <copy>. Distinct k per example, 1..B, so the
+    longest (2B + 2 tokens) fills the context when T = 2B + 2."""
+    copy_tok, end_tok = V - 1, V - 2
+    assert 2 * B + 2 <= T, (B, T)
+    ks = [k + 1 for k in torch.randperm(B, generator=gen).tolist()]
+    tokens, targets = [], []
+    for k in ks:
+        content = torch.randint(1, V - 2, (k,), generator=gen).tolist()   # 1..V-3
+        sequence = content + [copy_tok] + content + [end_tok]
+        target = [-1] * k + content + [end_tok]                            # position k (<copy>) .. 2k
+        tokens.append(sequence + [0] * (T - len(sequence)))
+        targets.append(target + [-1] * (T - len(target)))
+    return torch.tensor(tokens, dtype=torch.int64), torch.tensor(targets, dtype=torch.int64)

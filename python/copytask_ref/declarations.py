@@ -40,6 +40,10 @@ class Variant:
     # model.position_ids of the fixture ("" = sequential): random, offset or coupled, its IDs
     # drawn for the fixture's batch over 0..fixture_sizes.POSITION_RANGE-1 and written with it.
     position_ids: str = ""
+    # The task's convention ("" = copytask's, the placeholders copy batch): "cho", a next-token
+    # copy batch with an end token of its own, only the outputs and the end in the loss (the
+    # other targets -1), and under coupled IDs Cho et al.'s places (position_ids.cho_places).
+    convention: str = ""
 
 
 @dataclass(frozen=True)

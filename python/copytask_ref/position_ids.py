@@ -6,7 +6,9 @@ The IDs of one example (written from their definitions, Ruoss et al. 2023, McLei
     random     T distinct IDs of 0..L-1, sorted
     offset     s, s+1, .., s+T-1 with s in 0..L-T
     coupled    s + the token's place: output j of a copy (the j-th position after <copy>)
-               takes the place of the j-th content token, every other token its own
+               takes the place of the j-th content token, every other token its own;
+               under Cho et al.'s convention (next-token, cho_places) each answer token at
+               its input token's place, '=' one before the first, the end and padding at 0
 
 AtPositionIds reads a scheme's hooks at the IDs without changing any scheme module: each
 hook is evaluated at P positions from its own definition and each example takes its
@@ -57,9 +59,40 @@ def coupled_ids(gen, tokens, copy_token, L):
     return starts + copy_coupled_places(tokens, copy_token)
 
 
-def make_ids(kind, gen, tokens, copy_token, L):
-    """The IDs of a fixture's batch under `kind` (random, offset, coupled)."""
+def cho_places(tokens, copy_token):
+    """(B, T) the places of Cho et al.'s coupling of a next-token copy (their CopyDataset
+    with coupled positions, written from the paper's description): the input digits at
+    1..k after the '=' sign's 0, the answer's digit i at its input digit's place, the end
+    token and the padding apart; here shifted by one so that the apart ID is 0 and every
+    token of the example is at least 1: '=' (<copy>) 1, input i (1-based) i + 1, answer i
+    i + 1, the end and the padding 0. tokens (B, T) with <copy> at k, the answer at
+    k+1..2k, the end at 2k+1."""
     B, T = tokens.shape
+    places = torch.zeros(B, T, dtype=torch.int64)
+    for b in range(B):
+        k = tokens[b].tolist().index(copy_token)
+        places[b, k] = 1
+        for i in range(1, k + 1):
+            places[b, i - 1] = i + 1          # input i
+            places[b, k + i] = i + 1          # answer i
+    return places
+
+
+def cho_ids(gen, tokens, copy_token, L):
+    """(B, T): s + Cho's places, s uniform in 0..L-T per example; the apart tokens at 0."""
+    B, T = tokens.shape
+    starts = torch.randint(0, L - T + 1, (B, 1), generator=gen)
+    places = cho_places(tokens, copy_token)
+    return torch.where(places > 0, starts + places, torch.zeros_like(places))
+
+
+def make_ids(kind, gen, tokens, copy_token, L, convention=""):
+    """The IDs of a fixture's batch under `kind` (random, offset, coupled) and the task's
+    convention ("" or "cho")."""
+    B, T = tokens.shape
+    if convention == "cho":
+        assert kind == "coupled", kind
+        return cho_ids(gen, tokens, copy_token, L)
     if kind == "random":
         return random_ids(gen, B, T, L)
     if kind == "offset":

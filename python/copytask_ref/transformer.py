@@ -93,5 +93,10 @@ class CopyTransformer(nn.Module):
 
 
 def loss_fn(logits, targets):
+    """The mean cross-entropy over all B*T positions; a target of -1 (out of the loss, Cho et
+    al.'s convention) adds nothing but still counts in the B*T."""
     V = logits.shape[-1]
+    if bool((targets < 0).any()):
+        return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=-1,
+                               reduction="sum") / targets.numel()
     return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction="mean")

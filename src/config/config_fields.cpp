@@ -146,6 +146,14 @@ std::vector<ConfigField> make_fields() {
             "(0, the padding that follows it), or `own`, a token of its own (V-2, or V-3 under selective), the "
             "content one id fewer",
             choice({"padding", "own"}, "must be padding or own")),
+      field("task.convention", &Config::task, &TaskConfig::convention, S::scheme,
+            "next-token: which positions the loss reads and, under `model.position_ids=coupled`, which place each "
+            "token takes: `copytask`, every position in the loss (the prefix echoed, the padding predicted), the "
+            "position that predicts output j at source j's place and the end predicted at its own; `cho` (Cho et "
+            "al. 2024), only the outputs and the end in the loss, each output token at its source's place, "
+            "`<copy>` one step before output 0's source, so the end is predicted at the last output's source's "
+            "place, the end token and the padding at ID 0. `cho` needs `task.end_token=own`",
+            choice({"copytask", "cho"}, "must be copytask or cho")),
       field("task.noise", &Config::task, &TaskConfig::noise, S::scheme,
             "selective: the share of noise tokens before `<copy>`: round(k * noise / (1 - noise)) of them with k "
             "content tokens, at random places",

@@ -27,6 +27,10 @@ void validate_task(const TaskConfig& t) {
           "must be at least 4 under task.kind = selective (padding, a content token, the noise token, <copy>)");
   require(t.end_token == "padding" || next_token(t), "task.end_token", "\"" + t.end_token + "\"",
           "applies to task.format = next-token only (the placeholders format has no end token); drop it");
+  require(t.convention == "copytask" || (next_token(t) && t.end_token == "own"), "task.convention",
+          "\"" + t.convention + "\"",
+          "needs task.format = next-token and task.end_token = own (Cho et al.'s end token is not the padding, "
+          "which is out of the loss); set both, or task.convention = copytask");
   require(content_vocab(t) >= 1, "task.vocab_size", std::to_string(t.vocab_size),
           "leaves no content token with task.end_token = own; raise it by one");
   // The input before <copy> (content, and noise under selective) and <copy> must fit.

@@ -686,6 +686,11 @@ class FusedStepBlock {
     block_items(threads_, rows_, [&](int r) {
       float* p = logits + r * V;
       const int target = ints(l_.targets)[r];
+      if (target < 0) {  // out of the loss (kOutOfLoss): no loss, no gradient
+        for (int v = 0; v < V; ++v) p[v] = 0.0f;
+        row_loss[r] = 0.0f;
+        return;
+      }
       float row_max = negative_infinity();
       for (int v = 0; v < V; ++v) row_max = p[v] > row_max ? p[v] : row_max;
       const float target_shifted = p[target] - row_max;  // kept before e^x replaces it

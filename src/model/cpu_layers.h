@@ -811,7 +811,8 @@ COPYTASK_INLINE void relu_backward(const float* pre, const float* mask, const fl
 
 // logits (T, V) -> returns the summed cross-entropy of the targets over the T positions,
 // and turns the logits into d(loss)/d(logits) for a loss that is the sum times `weight`
-// (1 / (B T): the member's mean over its batch). scratch: T floats.
+// (1 / (B T): the member's mean over its batch). A target out of the loss (< 0) adds
+// nothing to either. scratch: T floats.
 COPYTASK_INLINE double crossentropy_forward_backward(float* logits, const int64_t* targets, int64_t target_stride,
                                                      float weight, int64_t T, int64_t V, float* scratch) {
   // The logits less their row's maximum, the target's kept in scratch (T floats), then e^ of all.
@@ -820,12 +821,17 @@ COPYTASK_INLINE double crossentropy_forward_backward(float* logits, const int64_
     float row_max = -std::numeric_limits<float>::infinity();
     for (int64_t v = 0; v < V; ++v) row_max = std::max(row_max, p_t[v]);
     for (int64_t v = 0; v < V; ++v) p_t[v] -= row_max;
-    scratch[t] = p_t[targets[t * target_stride]];
+    const int64_t target = targets[t * target_stride];
+    scratch[t] = target < 0 ? 0.0f : p_t[target];
   }
   exp_in_place(logits, T * V);
   double loss = 0;
   for (int64_t t = 0; t < T; ++t) {
     float* p_t = logits + t * V;
+    if (targets[t * target_stride] < 0) {  // out of the loss: no loss, no gradient
+      std::fill(p_t, p_t + V, 0.0f);
+      continue;
+    }
     float total = 0;
     for (int64_t v = 0; v < V; ++v) total += p_t[v];
     loss += static_cast<double>(std::log(total) - scratch[t]);  // -log softmax of the target

@@ -352,7 +352,11 @@ torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& ta
   const int64_t M = logits.size(0);
   auto log_probs = torch::log_softmax(logits, -1);                                      // (M, B, T, V)
   auto expanded = targets.dim() == 3 ? targets : targets.unsqueeze(0).expand({M, targets.size(0), targets.size(1)});
-  auto picked = log_probs.gather(-1, expanded.unsqueeze(-1)).squeeze(-1);               // (M, B, T)
+  auto picked = log_probs.gather(-1, expanded.clamp_min(0).unsqueeze(-1)).squeeze(-1);  // (M, B, T)
+  // A target out of the loss (kOutOfLoss) adds nothing; the mean stays over all B x T
+  // positions, so that chunks of a batch still sum to the whole batch's loss.
+  // Always masked (no host read of whether any is out: the device step captures this).
+  picked = picked.masked_fill(expanded.lt(0), 0.0);  // (M, B, T)
   return -picked.reshape({M, -1}).mean(1);                                              // (M)
 }
 

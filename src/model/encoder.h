@@ -193,7 +193,8 @@ class EncoderImpl : public torch::nn::Module {
 TORCH_MODULE(Encoder);
 
 // Each member's mean cross-entropy over all B*T positions: logits (M, B, T, V),
-// targets (M, B, T) or (B, T) -> (M). The training loss is the sum over members.
+// targets (M, B, T) or (B, T) -> (M); a target out of the loss (kOutOfLoss, task/tokens.h)
+// counts as 0 in the sum, still divided by B*T. The training loss is the sum over members.
 torch::Tensor member_losses(const torch::Tensor& logits, const torch::Tensor& targets);
 
 }  // namespace copytask

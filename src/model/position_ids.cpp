@@ -87,7 +87,7 @@ torch::Tensor position_ids_batch(const std::vector<MemberPositionIds>& members, 
         case PositionIdKind::coupled: {
           const int64_t s = training ? offset_draw(start_key(m, b), T, member.range) : 0;
           const int64_t* places = coupled.of(m, b, B, T);
-          for (int64_t t = 0; t < T; ++t) row[t] = s + places[t];
+          for (int64_t t = 0; t < T; ++t) row[t] = coupled_id(task, places[t], s);
           break;
         }
       }

@@ -8,7 +8,8 @@
 //   offset      s..s+T-1, s uniform in 0..L-T per example in training; 0..T-1 in evaluation
 //               (McLeish et al. 2024)
 //   coupled     s + the token's coupled place (task/task_kind.h, coupled_places: an output takes
-//               its source's place), s as under offset; s = 0 in evaluation (Cho et al. 2024)
+//               its source's place; coupled_id: under task.convention = cho the end token and
+//               the padding at 0), s as under offset; s = 0 in evaluation (Cho et al. 2024)
 // Shapes: M members, B examples, T positions.
 #include <cstdint>
 #include <string>

@@ -33,6 +33,12 @@ struct TaskConfig {
   // padding after it), or `own`, a token of its own (V-2, or V-3 under selective), taken from
   // the content's ids.
   std::string end_token = "padding";
+  // Under next-token, which positions the loss reads and, under coupled position IDs, which
+  // place each token takes (task/task_kind.h): `copytask`, every position in the loss and the
+  // position that predicts output j at source j's place; or `cho` (Cho et al. 2024), only the
+  // outputs and the end in the loss, each output token at its source's place, the end token
+  // and the padding at ID 0.
+  std::string convention = "copytask";
 };
 
 // Length generalization (docs/design.md section 1): after training, and at every evaluation,

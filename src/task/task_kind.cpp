@@ -142,6 +142,12 @@ std::vector<int64_t> example_target(const TaskConfig& task, const Example& examp
   std::vector<int64_t> target(sequence.begin(), sequence.begin() + context);
   const int64_t copy_at = static_cast<int64_t>(example.content.size() + example.noise_at.size());
   for (int64_t t = copy_at; t < context; ++t) target[t] = sequence[t + 1];
+  if (cho_convention(task)) {
+    // Only the outputs and the end in the loss: positions copy_at .. copy_at + k.
+    const int64_t last = copy_at + static_cast<int64_t>(example.content.size());
+    for (int64_t t = 0; t < context; ++t)
+      if (t < copy_at || t > last) target[t] = kOutOfLoss;
+  }
   return target;
 }
 
@@ -175,11 +181,30 @@ OutputSources output_sources(const TaskConfig& task, const int64_t* row, int64_t
   return out;
 }
 
+bool cho_convention(const TaskConfig& task) { return task.convention == "cho"; }
+
 void coupled_places(const TaskConfig& task, const int64_t* row, int64_t context, int64_t* places) {
-  for (int64_t t = 0; t < context; ++t) places[t] = t;
   const OutputSources sources = output_sources(task, row, context);
-  for (int64_t j = 0; j < sources.length() && sources.output_begin() + j < context; ++j)
-    places[sources.output_begin() + j] = sources.sources[static_cast<size_t>(j)];
+  if (!cho_convention(task)) {
+    for (int64_t t = 0; t < context; ++t) places[t] = t;
+    for (int64_t j = 0; j < sources.length() && sources.output_begin() + j < context; ++j)
+      places[sources.output_begin() + j] = sources.sources[static_cast<size_t>(j)];
+    return;
+  }
+  // Place 0 is the end token's and the padding's; the prefix counts from 2, so that <copy>,
+  // one step before output 0's source, is at least 1.
+  constexpr int64_t kFirst = 2;
+  const int64_t copy_at = sources.copy_at < 0 ? context : sources.copy_at;
+  for (int64_t t = 0; t < context; ++t) places[t] = t < copy_at ? t + kFirst : 0;
+  if (sources.copy_at < 0 || sources.length() == 0) return;
+  const bool reversed = task_kind(task) == TaskKind::reverse;
+  places[copy_at] = sources.sources[0] + kFirst + (reversed ? 1 : -1);
+  for (int64_t j = 0; j < sources.length() && copy_at + 1 + j < context; ++j)
+    places[copy_at + 1 + j] = sources.sources[static_cast<size_t>(j)] + kFirst;
+}
+
+int64_t coupled_id(const TaskConfig& task, int64_t place, int64_t start) {
+  return cho_convention(task) && place == 0 ? 0 : start + place;
 }
 
 std::vector<int64_t> nth_combination(int64_t index, int64_t n, int64_t m) {

@@ -20,6 +20,11 @@
 // (output j is predicted at p + j), the last output predicts the end: padding (0), or under
 // task.end_token = own a token of its own, E, which the input then holds after the outputs
 // (c1 .. ck <copy> c1 .. ck E _ ..), and which predicts padding.
+// task.convention = cho (Cho et al. 2024; next-token with an end token of its own) keeps
+// the sequence and changes what is read of it: only the positions from <copy> to the last
+// output (those that predict an output or the end) are in the loss; the prefix's echo and
+// every position from the end token on have the target kOutOfLoss (task/tokens.h):
+//   copy      input : c1 .. ck <copy> c1 .. ck E _ ..   target: - .. - c1 .. ck E - - ..
 // Selective inputs hold m = round(k * noise / (1 - noise)) noise tokens `~` at uniformly
 // drawn places among the p = k + m positions before <copy>, so that about the share `noise`
 // of them is noise. Token ids: 0 = padding, V-1 = <copy>; content 1..V-2, except under
@@ -102,13 +107,28 @@ struct OutputSources {
 };
 OutputSources output_sources(const TaskConfig& task, const int64_t* input_row, int64_t context);
 
+// Whether the task follows Cho et al.'s convention (task.convention = cho).
+bool cho_convention(const TaskConfig& task);
+
 // Position coupling (Cho et al. 2024; model.position_ids = coupled): the place each token of
-// an input row takes, into places[0..context-1]. Output j takes its source's place,
-// sources[j], so an output and the token it copies are at ID distance 0 at every length;
-// every other token (content, noise, <copy>, the padding after the outputs) keeps its own
-// place t. Read from the row (output_sources), so every task kind states its coupling by
-// stating its sources.
+// an input row takes, into places[0..context-1]. Read from the row (output_sources), so
+// every task kind states its coupling by stating its sources. Two conventions:
+//   copytask  the position that predicts output j (<copy> for j = 0, output j - 1 after it)
+//             takes source j's place, sources[j]; every other token (content, noise, the
+//             last output, which predicts the end, the padding) keeps its own place t.
+//   cho       each output token takes its source's place; the prefix's tokens their own
+//             places counted from 2 (t + 2); <copy> the place one step before output 0's
+//             source along the outputs' walk (its place less one under copy and selective,
+//             plus one under reverse), so the last output predicts the end at its own
+//             source's place; the end token and the padding place 0.
+//   copy, k = 3   c1 c2 c3 <copy> c1 c2 c3 E  _
+//     copytask     0  1  2   0    1  2  6  7  8
+//     cho          2  3  4   1    2  3  4  0  0
+// The ID of a token is its place plus the example's start (coupled_id).
 void coupled_places(const TaskConfig& task, const int64_t* input_row, int64_t context, int64_t* places);
+// The ID of a coupled place at an example's start s: s + place, except under cho, where
+// place 0 (the end token and the padding) is ID 0 at every start.
+int64_t coupled_id(const TaskConfig& task, int64_t place, int64_t start);
 
 // The index-th combination of m places out of n in lexicographic order (ascending places).
 std::vector<int64_t> nth_combination(int64_t index, int64_t n, int64_t m);

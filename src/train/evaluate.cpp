@@ -67,7 +67,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   const int64_t M = model->member_count(), N = inputs.size(0), T = inputs.size(1);
   auto options = torch::TensorOptions().dtype(torch::kFloat64).device(inputs.device());
   auto loss_sum = torch::zeros({M}, options), exact_sum = torch::zeros({M}, options),
-       token_sum = torch::zeros({M}, options);
+       token_sum = torch::zeros({M}, options), scored_sum = torch::zeros({M}, options);
   auto lengths = content_lengths(inputs, model->shape().vocab, noise_token);                 // (N)
   auto exact_by_length = torch::zeros({M, T + 1}, options);                     // (M, T+1)
   auto count_by_length = torch::zeros({T + 1}, options).index_add_(0, lengths, torch::ones({N}, options));
@@ -77,14 +77,18 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
     auto y = targets.narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
     auto logits = model_logits(model, x, nullptr, start);                 // (M, n, T, V)
     loss_sum += member_losses(logits, y).to(torch::kFloat64) * static_cast<double>(n);
+    // A position out of the loss (task.convention = cho) is not scored: it counts as right
+    // for exact match and not at all for the token accuracy.
+    auto scored = y.ge(0);                                                 // (M, n, T)
     auto correct = logits.argmax(-1).eq(y);                               // (M, n, T)
     token_sum += correct.sum({1, 2}).to(torch::kFloat64);
-    auto exact = correct.all(-1).to(torch::kFloat64);                       // (M, n)
+    scored_sum += scored.sum({1, 2}).to(torch::kFloat64);
+    auto exact = correct.logical_or(scored.logical_not()).all(-1).to(torch::kFloat64);  // (M, n)
     exact_sum += exact.sum(1);
     exact_by_length.index_add_(1, lengths.narrow(0, start, n), exact);
   }
   // One host transfer for the whole evaluation.
-  auto totals = torch::stack({loss_sum, exact_sum, token_sum}).cpu();  // (3, M)
+  auto totals = torch::stack({loss_sum, exact_sum, token_sum, scored_sum}).cpu();  // (4, M)
   auto by_length = torch::cat({exact_by_length, count_by_length.unsqueeze(0)}).cpu();  // (M+1, T+1)
   auto a = totals.accessor<double, 2>();
   auto l = by_length.accessor<double, 2>();
@@ -92,7 +96,7 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   for (int64_t m = 0; m < M; ++m) {
     scores[m].loss = a[0][m] / static_cast<double>(N);
     scores[m].exact = a[1][m] / static_cast<double>(N);
-    scores[m].token = a[2][m] / static_cast<double>(N * T);
+    scores[m].token = a[2][m] / a[3][m];  // N x T, but for the positions out of the loss
     scores[m].examples = N;
     for (int64_t k = 0; k <= T; ++k) scores[m].exact_by_length.push_back(l[M][k] > 0 ? l[m][k] / l[M][k] : -1.0);
   }

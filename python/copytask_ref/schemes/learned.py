@@ -47,7 +47,8 @@ SCHEME = Scheme(
     build=lambda config, dtype: Learned(rows(config), config.embed, dtype),
     defaults={"learned_positions": 0},
     variants=(Variant("learned", 2),
-              Variant("learned_random", 41, {"learned_positions": 24}, position_ids="random")),
+              Variant("learned_random", 41, {"learned_positions": 24}, position_ids="random"),
+              Variant("learned_cho", 52, {"learned_positions": 24}, position_ids="coupled", convention="cho")),
     parameter_shapes=lambda config: {"table": (rows(config), config.embed)},
     checkpoint_names={"pos_emb": "positional.table"},   # before schemes owned their parameters
     from_checkpoint=from_checkpoint,
