@@ -14,6 +14,7 @@ import gzip
 import json
 import math
 import os
+import sys
 
 # t(0.975, df) for df = 1..30, as src/report/stats.cpp.
 T_975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
@@ -212,3 +213,23 @@ def entropy(entry, k):
         blocks = (at_length(run, k) or {}).get("entropy")
         out.append(mean([v for heads in blocks for v in heads]) if blocks else None)
     return out
+
+
+def lengths_table(first, named_entries, last):
+    """Prints the mean exact match at every length 1..last, one row per (name, entry); the
+    first column headed `first`."""
+    print("| %s | " % first + " | ".join(str(k) for k in range(1, last + 1)) + " |")
+    print("|---|" + "---|" * last)
+    for name, entry in named_entries:
+        print("| %s | %s |" % (name, " | ".join("%.2f" % mean(per_seed(entry, k, "exact")) for k in range(1, last + 1))))
+
+
+def print_tables(tables, names):
+    """A study's tables.py command line: prints the tables named (every one when none is),
+    a blank line between them; exits naming the known ones for an unknown name."""
+    for i, name in enumerate(names or list(tables)):
+        if name not in tables:
+            sys.exit("unknown table %s: %s" % (name, ", ".join(tables)))
+        if i:
+            print()
+        tables[name]()

@@ -69,11 +69,7 @@ def seeds_table():
 
 
 def lengths_table():
-    print("| arm | " + " | ".join(str(k) for k in range(1, 4 * N + 1)) + " |")
-    print("|---|" + "---|" * (4 * N))
-    for name, entry in arms():
-        print("| %s | %s |" % (name, " | ".join("%.2f" % st.mean(st.per_seed(entry, k, "exact"))
-                                                 for k in range(1, 4 * N + 1))))
+    st.lengths_table("arm", arms(), 4 * N)
 
 
 def rung6_table():
@@ -90,12 +86,5 @@ def rung6_table():
 
 
 if __name__ == "__main__":
-    tables = {"arms": arms_table, "conventions": conventions_table, "seeds": seeds_table,
-              "lengths": lengths_table, "rung6": rung6_table}
-    chosen = sys.argv[1:] or list(tables)
-    for i, name in enumerate(chosen):
-        if name not in tables:
-            sys.exit("unknown table %s: %s" % (name, ", ".join(tables)))
-        if i:
-            print()
-        tables[name]()
+    st.print_tables({"arms": arms_table, "conventions": conventions_table, "seeds": seeds_table,
+                     "lengths": lengths_table, "rung6": rung6_table}, sys.argv[1:])

@@ -74,19 +74,8 @@ def seeds_table():
 
 
 def lengths_table():
-    print("| rung | " + " | ".join(str(k) for k in range(1, 4 * N + 1)) + " |")
-    print("|---|" + "---|" * (4 * N))
-    for name, entry in rungs():
-        print("| %s | %s |" % (name, " | ".join("%.2f" % st.mean(st.per_seed(entry, k, "exact"))
-                                                 for k in range(1, 4 * N + 1))))
+    st.lengths_table("rung", rungs(), 4 * N)
 
 
 if __name__ == "__main__":
-    tables = {"rungs": rungs_table, "seeds": seeds_table, "lengths": lengths_table}
-    chosen = sys.argv[1:] or list(tables)
-    for i, name in enumerate(chosen):
-        if name not in tables:
-            sys.exit("unknown table %s: %s" % (name, ", ".join(tables)))
-        if i:
-            print()
-        tables[name]()
+    st.print_tables({"rungs": rungs_table, "seeds": seeds_table, "lengths": lengths_table}, sys.argv[1:])

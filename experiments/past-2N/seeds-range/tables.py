@@ -79,11 +79,4 @@ def random_table():
 
 
 if __name__ == "__main__":
-    tables = {"split": split_table, "seeds": seeds_table, "random": random_table}
-    chosen = sys.argv[1:] or list(tables)
-    for i, name in enumerate(chosen):
-        if name not in tables:
-            sys.exit("unknown table %s: %s" % (name, ", ".join(tables)))
-        if i:
-            print()
-        tables[name]()
+    st.print_tables({"split": split_table, "seeds": seeds_table, "random": random_table}, sys.argv[1:])
