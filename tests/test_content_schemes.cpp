@@ -16,7 +16,7 @@
 namespace copytask {
 namespace {
 
-std::shared_ptr<PositionalScheme> make(const std::string& name, const PositionalOptions& options,
+std::shared_ptr<PositionalScheme> content_scheme_make(const std::string& name, const PositionalOptions& options,
                                        const PositionalShape& shape) {
   auto scheme = positional_scheme_make(name, options, shape);
   at::Generator generator = generator_make(torch::kCPU, 23);
@@ -55,7 +55,7 @@ TEST(XPos, TheScaleOfQkIsZetaToTheDistanceOverGammaOnTopOfRope) {
   const int64_t T = 12, D = 16, H = 2, Dh = 8;
   PositionalOptions options;
   options.xpos_scale_base = 6;
-  auto xpos = make("xpos", options, {T, D, H, 2, true});
+  auto xpos = content_scheme_make("xpos", options, {T, D, H, 2, true});
   const auto u = xpos->table(qk_scale_hook(), T).to(torch::kFloat64);  // (2, T, Dh/2)
   ASSERT_EQ(u.sizes(), (std::vector<int64_t>{2, T, Dh / 2}));
   for (int64_t p = 0; p < T; ++p)
@@ -90,7 +90,7 @@ TEST(LengthScale, MultipliesEachRowBySLogTheKeysItSees) {
   PositionalOptions options;
   options.length_scale = true;
   for (bool causal : {false, true}) {
-    auto scheme = make("none", options, {T, 8, H, L, causal});
+    auto scheme = content_scheme_make("none", options, {T, 8, H, L, causal});
     PositionalScheme* owner = scheme->owner_of(softmax_scale_hook());
     ASSERT_NE(owner, nullptr);
     const auto s = owner->table(softmax_scale_hook(), T);  // (L, H)
@@ -126,7 +126,7 @@ void expect_cope(bool causal, int64_t rows) {
   const int64_t T = 8, H = 2, Dh = 4, L = 2;
   PositionalOptions options;
   options.cope_positions = rows;
-  auto cope = make("cope", options, {T, H * Dh, H, L, causal});
+  auto cope = content_scheme_make("cope", options, {T, H * Dh, H, L, causal});
   randomize(*cope, 0.7, 6);
   const auto in = inputs(H, T, Dh, causal, 1, 7);
   const auto term = term_of(*cope, in);
@@ -163,7 +163,7 @@ TEST(Cope, CountsGatesOnEitherSideAndInterpolatesTheEmbedding) {
 TEST(Fox, SumsTheLogGatesOfTheTokensInBetween) {
   const int64_t T = 7, H = 2, Dh = 3, D = H * Dh, L = 2;
   for (bool causal : {false, true}) {
-    auto fox = make("fox", {}, {T, D, H, L, causal});
+    auto fox = content_scheme_make("fox", {}, {T, D, H, L, causal});
     randomize(*fox, 0.8, 8);
     const auto in = inputs(H, T, Dh, causal, 0, 9);
     const auto term = term_of(*fox, in);
@@ -192,7 +192,7 @@ TEST(Dape, AddsAnMlpOfTheScoresAndTheBiasAcrossHeads) {
   PositionalOptions options;
   options.dape = true;
   options.dape_hidden = 5;
-  auto alibi = make("alibi", options, {T, H * Dh, H, L, false});
+  auto alibi = content_scheme_make("alibi", options, {T, H * Dh, H, L, false});
   PositionalScheme* dape = alibi->owner_of(content_hook());
   ASSERT_NE(dape, nullptr);
   ASSERT_NE(dape, alibi.get());
@@ -231,7 +231,7 @@ TEST(Pope, ThePolarScoreReplacesQkAndDependsOnTheDistanceOnly) {
   const double base = 100.0, shift = 9;
   PositionalOptions options;
   options.rope_base = base;
-  auto pope = make("pope", options, {T, D, H, L, false});
+  auto pope = content_scheme_make("pope", options, {T, D, H, L, false});
   auto delta_raw = pope->named_parameters()["phase_bias"];  // (H, Dh)
   EXPECT_EQ(delta_raw.abs().max().item<double>(), 0.0) << "the phase bias starts at 0";
   {
@@ -301,7 +301,7 @@ TEST(Pope, ThePolarScoreReplacesQkAndDependsOnTheDistanceOnly) {
 // RoPE's rescalings for evaluation against their formulas (f_i = base^(-2i / R)).
 TEST(RopeRescaling, InterpolationNtkAndYarnFollowTheirFormulas) {
   const int64_t T = 16, D = 8, Dh = 8, R = 8;
-  auto rope = make("rope", {}, {T, D, 1, 2, false});
+  auto rope = content_scheme_make("rope", {}, {T, D, 1, 2, false});
   auto frequency = [&](int64_t i, double base) { return std::pow(base, -2.0 * i / R); };
   const double s = 2.5;
   rope->rescale_for_evaluation({"pi", s, 10});
@@ -330,7 +330,7 @@ TEST(RopeRescaling, InterpolationNtkAndYarnFollowTheirFormulas) {
   // NTK's exponent R / (R - 2) needs two rotated pairs.
   PositionalOptions one_pair;
   one_pair.rope_fraction = 0.25;  // Dh 8: one pair
-  auto narrow = make("rope", one_pair, {T, D, 1, 2, false});
+  auto narrow = content_scheme_make("rope", one_pair, {T, D, 1, 2, false});
   EXPECT_NE(narrow->rescaling_problem({"ntk", s, 10}), "");
   EXPECT_EQ(narrow->rescaling_problem({"pi", s, 10}), "");
 }

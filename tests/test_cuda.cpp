@@ -26,13 +26,6 @@ namespace copytask {
 namespace {
 using namespace test::parity;
 
-#define COPYTASK_REQUIRE_CUDA()                                                                  \
-  if (!torch::cuda::is_available())                                                              \
-  GTEST_SKIP() << "no CUDA device visible to this LibTorch: the CUDA tests run on the GPU "      \
-                  "machine (scripts/gpu_run.sh)"
-
-const torch::Device kCuda(torch::kCUDA, 0);
-
 // Every fixture as one member of a mixed batch on the GPU, loaded as the CPU's parity test
 // loads them (test_parity.cpp: eval mode, the fixtures' position IDs): logits, loss and every
 // gradient against the reference's, fixture by fixture.
@@ -41,11 +34,11 @@ TEST(Cuda, ParityFixturesOnTheGpu) {
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
   const int64_t M = static_cast<int64_t>(fixtures.size());
-  LoadedBatch batch = loaded_batch(fixtures, kCuda);
+  LoadedBatch batch = loaded_batch(fixtures, test::kCuda);
   Encoder& model = batch.model;
-  const torch::Tensor positions = batch.positions.defined() ? batch.positions.to(kCuda) : torch::Tensor();
-  auto logits = model->forward(torch::stack(batch.tokens).to(kCuda), nullptr, nullptr, positions);  // (M, B, T, V)
-  auto losses = member_losses(logits, torch::stack(batch.targets).to(kCuda));                      // (M)
+  const torch::Tensor positions = batch.positions.defined() ? batch.positions.to(test::kCuda) : torch::Tensor();
+  auto logits = model->forward(torch::stack(batch.tokens).to(test::kCuda), nullptr, nullptr, positions);  // (M, B, T, V)
+  auto losses = member_losses(logits, torch::stack(batch.targets).to(test::kCuda));                      // (M)
   losses.sum().backward();
   double worst = 0;
   std::string worst_fixture;
@@ -74,12 +67,12 @@ TEST(Cuda, CpuAndCudaGiveTheSameLossAndGradients) {
   const EncoderShape shape = test::small_shape(0.1);
   const std::vector<MemberSpec> members = {{"rope", 1, "rope", false}, {"t5", 2, "t5", true}, {"learned", 3, "learned", false},
                                            {"fire", 4, "fire", false}, {"alibi", 5, "alibi", true}};
-  Encoder cpu(shape, members, torch::kCPU), gpu(shape, members, kCuda);
+  Encoder cpu(shape, members, torch::kCPU), gpu(shape, members, test::kCuda);
   auto inputs = test::random_tokens(5, 33, shape, 7), targets = test::random_tokens(5, 33, shape, 8);
   const DropoutMasks cpu_masks = cpu->dropout_masks(33), gpu_masks = gpu->dropout_masks(33);
   auto cpu_losses = member_losses(cpu->forward(inputs, &cpu_masks), targets);
   cpu_losses.sum().backward();
-  auto gpu_losses = member_losses(gpu->forward(inputs.to(kCuda), &gpu_masks), targets.to(kCuda));
+  auto gpu_losses = member_losses(gpu->forward(inputs.to(test::kCuda), &gpu_masks), targets.to(test::kCuda));
   gpu_losses.sum().backward();
   EXPECT_LT(test::max_abs_diff(cpu_losses, gpu_losses.cpu()), 1e-5);
   auto a = cpu->named_parameters(), b = gpu->named_parameters();
@@ -97,7 +90,7 @@ TEST(Cuda, CpuAndCudaGiveTheSameLossAndGradients) {
 TEST(Cuda, TheDropoutStreamOnTheGpuEqualsTheCpusElementForElement) {
   COPYTASK_REQUIRE_CUDA();
   const DropoutStream stream({11, 22, 33}, 5, 0.1);
-  const auto on_gpu = dropout_stream_masks(stream, 7, 1001, kCuda).cpu();  // (3, 1001)
+  const auto on_gpu = dropout_stream_masks(stream, 7, 1001, test::kCuda).cpu();  // (3, 1001)
   std::vector<float> row(1001);
   for (int64_t m = 0; m < 3; ++m) {
     stream.fill(m, 7, 1001, row.data());
@@ -110,14 +103,14 @@ TEST(Cuda, AMemberAloneTrainsLikeTheSameMemberInABatch) {
   COPYTASK_REQUIRE_CUDA();
   TaskConfig task;
   task.examples = 600;
-  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
   TrainConfig train;
   train.batch_size = 32;
   train.lr = 3e-3;
   const std::vector<MemberSpec> batch = {{"sinusoidal", 0, "sinusoidal", false}, {"t5", 1, "t5", false},
                                          {"rope", 2, "rope", true}};
   auto curve = [&](const std::vector<MemberSpec>& members, size_t which) {
-    Encoder model(test::small_shape(0.1), members, kCuda);
+    Encoder model(test::small_shape(0.1), members, test::kCuda);
     const auto owned = training_step_make(model, data, train);
     TrainingStep& step = *owned;
     std::vector<double> losses;
@@ -132,7 +125,7 @@ TEST(Cuda, AMemberAloneTrainsLikeTheSameMemberInABatch) {
 TEST(Cuda, ACheckpointWrittenOnTheGpuIsReadOnTheCpu) {
   COPYTASK_REQUIRE_CUDA();
   const std::vector<MemberSpec> members = {{"t5", 4, "t5", false}};
-  Encoder gpu(test::small_shape(), members, kCuda);
+  Encoder gpu(test::small_shape(), members, test::kCuda);
   Encoder cpu(test::small_shape(), std::vector<MemberSpec>{{"t5", 9, "t5", false}}, torch::kCPU);
   const auto path = std::filesystem::temp_directory_path() / ("copytask_cuda_" + std::to_string(::getpid()) + ".pt");
   checkpoint_save(gpu, 0, 1, path.string());
@@ -140,7 +133,7 @@ TEST(Cuda, ACheckpointWrittenOnTheGpuIsReadOnTheCpu) {
   std::filesystem::remove(path);
   auto tokens = test::random_tokens(1, 4, cpu->shape(), 3);
   torch::NoGradGuard no_grad;
-  EXPECT_LT(test::max_abs_diff(cpu->forward(tokens), gpu->forward(tokens.to(kCuda)).cpu()), 1e-5);
+  EXPECT_LT(test::max_abs_diff(cpu->forward(tokens), gpu->forward(tokens.to(test::kCuda)).cpu()), 1e-5);
 }
 
 // Evaluation after training gives the numbers the training loop recorded at its end.
@@ -148,12 +141,12 @@ TEST(Cuda, EvaluationEqualsTheTrainingLoopsLastEvaluation) {
   COPYTASK_REQUIRE_CUDA();
   TaskConfig task;
   task.examples = 500;
-  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
   TrainConfig train;
   train.steps = 20;
   train.batch_size = 32;
   train.eval_every = 20;
-  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"t5", 0, "t5", false}, {"rope", 1, "rope", false}}, kCuda);
+  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"t5", 0, "t5", false}, {"rope", 1, "rope", false}}, test::kCuda);
   const TrainOutcome outcome = train_members(model, data, train, nullptr);
   EXPECT_EQ(outcome.training_step, "CUDA graph") << outcome.fallback_reason;
   const auto again = evaluate_split(model, data.test_inputs, data.test_targets);
@@ -171,7 +164,7 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
   COPYTASK_REQUIRE_CUDA();
   TaskConfig task;
   task.examples = 300;
-  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
   std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"learned", 1, "learned", false},
                                      {"t5", 2, "t5", false},    {"fire", 3, "fire", false},
                                      {"alibi", 4, "alibi", true}, {"sinusoidal+random", 5, "sinusoidal", false},
@@ -183,7 +176,7 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
     TrainConfig train;
     train.batch_size = batch_size;
     train.lr = 1e-3;
-    Encoder captured_model(test::small_shape(0.1), members, kCuda), plain_model(test::small_shape(0.1), members, kCuda);
+    Encoder captured_model(test::small_shape(0.1), members, test::kCuda), plain_model(test::small_shape(0.1), members, test::kCuda);
     DeviceStep captured(captured_model, data, train, /*capture=*/true);
     DeviceStep plain(plain_model, data, train, /*capture=*/false);
     double worst_loss = 0;
@@ -228,7 +221,7 @@ TEST(Cuda, TheCapturedStepEqualsTheUncapturedStep) {
 // "gpu"; libcuda's cuDeviceGetName is not a global symbol, so dlsym missed it).
 TEST(Cuda, TheGpuIsNamedWithItsPeaksInputs) {
   COPYTASK_REQUIRE_CUDA();
-  const GpuInfo gpu = gpu_info(kCuda);
+  const GpuInfo gpu = gpu_info(test::kCuda);
   std::printf("GPU: %s, compute capability %s, %d SMs at %.0f MHz, CUDA runtime %s, driver %s\n", gpu.name.c_str(),
               gpu.compute_capability.c_str(), gpu.sm_count, gpu.clock_mhz, gpu.cuda_runtime.c_str(), gpu.cuda_driver.c_str());
   EXPECT_FALSE(gpu.name.empty());
@@ -245,7 +238,7 @@ TEST(Cuda, EveryMembersPositionalJsonIsWrittenFromTheGpu) {
   COPYTASK_REQUIRE_CUDA();
   const EncoderShape shape = test::small_shape();
   const auto members = test::every_positional_member(shape);
-  Encoder model(shape, members, kCuda);
+  Encoder model(shape, members, test::kCuda);
   for (int64_t m = 0; m < model->member_count(); ++m) {
     nlohmann::json written;
     ASSERT_NO_THROW(written = positional_member_json(model->scheme(m), members[m].seed, shape.context, {}))
@@ -271,11 +264,11 @@ TEST(Cuda, CapturedStepsWithEvaluationsAtOtherLengthsBetweenThemEqualTheUncaptur
     TaskConfig task;
     task.kind = kind;
     task.examples = 300;
-    const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+    const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
     TrainConfig train;
     train.batch_size = 32;
     train.lr = 1e-3;
-    Encoder captured_model(shape, members, kCuda), plain_model(shape, members, kCuda);
+    Encoder captured_model(shape, members, test::kCuda), plain_model(shape, members, test::kCuda);
     DeviceStep captured(captured_model, data, train, /*capture=*/true);
     DeviceStep plain(plain_model, data, train, /*capture=*/false);
     double worst = 0;
@@ -310,8 +303,8 @@ TEST(Cuda, DeviceAdamIsTorchsAdamOnTheGpuOverHundredsOfSteps) {
   std::vector<torch::Tensor> ours, theirs;
   for (const auto& sizes : std::vector<std::vector<int64_t>>{{11, 20}, {20}, {3, 20, 32}}) {
     const auto start = torch::randn(sizes);
-    ours.push_back(start.clone().to(kCuda).requires_grad_(true));
-    theirs.push_back(start.clone().to(kCuda).requires_grad_(true));
+    ours.push_back(start.clone().to(test::kCuda).requires_grad_(true));
+    theirs.push_back(start.clone().to(test::kCuda).requires_grad_(true));
   }
   DeviceAdam device_adam(ours, 1e-2);
   torch::optim::Adam adam(theirs, torch::optim::AdamOptions(1e-2));
@@ -323,7 +316,7 @@ TEST(Cuda, DeviceAdamIsTorchsAdamOnTheGpuOverHundredsOfSteps) {
     for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
     torch::manual_seed(1000 + step);
     for (size_t i = 0; i < ours.size(); ++i) {
-      const auto grad = (torch::randn(ours[i].sizes()) * std::pow(10.0, (step % 7) - 5)).to(kCuda);
+      const auto grad = (torch::randn(ours[i].sizes()) * std::pow(10.0, (step % 7) - 5)).to(test::kCuda);
       ours[i].mutable_grad() = grad.clone();
       theirs[i].mutable_grad() = grad.clone();
     }

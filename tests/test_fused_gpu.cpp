@@ -26,6 +26,7 @@
 #include "task/copy_task.h"
 #include "parity_fixtures.h"
 #include "test_paths.h"
+#include "step_compare.h"
 #include "test_util.h"
 #include "train/device_step.h"
 #include "study/study_plan.h"
@@ -33,6 +34,11 @@
 #include "train/train_data.h"
 
 namespace copytask {
+using test::autograd_step;
+using test::copy_inputs;
+using test::gradients_of;
+using test::StepResult;
+using test::worst_relative_gradient_difference;
 namespace {
 namespace fs = std::filesystem;
 
@@ -65,30 +71,11 @@ std::vector<MemberSpec> kernel_members(const EncoderShape& shape, unsigned needs
   return members;
 }
 
-struct StepResult {
-  torch::Tensor loss;                // (M)
-  std::vector<torch::Tensor> grads;  // one per parameter, the schemes' included
-};
-
-std::vector<torch::Tensor> gradients_of(Encoder& model) {
-  std::vector<torch::Tensor> out;
-  for (auto& p : model->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-  return out;
-}
-
 // This step's dropout keys of the masks (M) int64, as the device step hands them over.
 torch::Tensor keys_of(const DropoutMasks& masks) {
   std::vector<int64_t> keys;
   for (uint64_t key : masks.stream()->step_keys) keys.push_back(static_cast<int64_t>(key));
   return torch::tensor(keys, torch::kLong);
-}
-
-StepResult autograd_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
-                         const DropoutMasks* masks, const torch::Tensor& positions = {}) {
-  model->zero_grad();
-  auto losses = member_losses(model->forward(inputs, masks, nullptr, positions), targets);  // (M)
-  losses.sum().backward();
-  return {losses.detach(), gradients_of(model)};
 }
 
 StepResult kernel_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
@@ -103,20 +90,6 @@ StepResult kernel_step(Encoder& model, const torch::Tensor& inputs, const torch:
                                       &table_grads);
   if (tables.any_learned()) model->positional_backward(tables, table_grads);
   return {losses, gradients_of(model)};
-}
-
-// The largest gradient difference relative to the gradient's own scale.
-double worst_relative_gradient_difference(const StepResult& a, const StepResult& b, std::string* where = nullptr) {
-  double worst = 0;
-  for (size_t j = 0; j < a.grads.size(); ++j) {
-    const double scale = std::max(1e-3, a.grads[j].abs().max().item<double>());
-    const double relative = test::max_abs_diff(a.grads[j], b.grads[j]) / scale;
-    if (relative > worst) {
-      worst = relative;
-      if (where) *where = "parameter " + std::to_string(j);
-    }
-  }
-  return worst;
 }
 
 bool bit_equal(const StepResult& a, const StepResult& b) {
@@ -265,16 +238,6 @@ TEST(FusedGpu, EveryTablesGradientEqualsAutogradsWithDropout) {
     ++compared;
   }
   EXPECT_EQ(compared, 3) << "the embedding rows, the pair angles and the score bias";
-}
-
-// Copy-task inputs (M, B, T): each member its own examples (a coupled member reads its
-// outputs' sources from them).
-torch::Tensor copy_inputs(int64_t M, int64_t B) {
-  TaskConfig task;
-  task.examples = 400;
-  const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs;  // (N, T)
-  torch::manual_seed(23);
-  return rows.index_select(0, torch::randint(0, rows.size(0), {M * B}, torch::kLong)).view({M, B, rows.size(1)});  // (M, B, T)
 }
 
 // Position IDs of each kind: every kernel scheme that reads positions and takes the kind,
@@ -436,7 +399,7 @@ TEST(FusedGpu, AMemberAloneIsTheSameMemberInABatch) {
 // The DeviceStep on the kernels (uncaptured, on the CPU: their emulation) trains as the
 // autograd step: the same batches, masks, position IDs and schedule, full batch and
 // minibatches.
-void expect_trains_like_the_autograd_step(int64_t batch_size) {
+void expect_kernel_step_trains_like_the_autograd_step(int64_t batch_size) {
   TaskConfig task;
   task.examples = 150;
   const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
@@ -476,8 +439,8 @@ void expect_trains_like_the_autograd_step(int64_t batch_size) {
   EXPECT_GT(test::max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
 }
 
-TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepFullBatch) { expect_trains_like_the_autograd_step(0); }
-TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepMinibatches) { expect_trains_like_the_autograd_step(16); }
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepFullBatch) { expect_kernel_step_trains_like_the_autograd_step(0); }
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepMinibatches) { expect_kernel_step_trains_like_the_autograd_step(16); }
 
 // What the kernel cannot run is refused, naming why: a hook without a kernel form, a tile
 // that does not fit, train.step = fused-gpu on the CPU.
@@ -561,13 +524,6 @@ TEST(FusedGpu, EveryCommittedConfigsKernelSchemesFitAHopperGpu) {
 
 // ---- On a GPU (skipped where LibTorch sees none) --------------------------------------------
 
-#define COPYTASK_REQUIRE_CUDA()                                                                  \
-  if (!torch::cuda::is_available())                                                              \
-  GTEST_SKIP() << "no CUDA device visible to this LibTorch: the CUDA tests run on the GPU "      \
-                  "machine (scripts/gpu_run.sh)"
-
-const torch::Device kCuda(torch::kCUDA, 0);
-
 // The reference study's schemes and two under position IDs: members whose whole step,
 // schemes' tables included, has no float atomics (T5's and FIRE's tables reach their
 // parameters through LibTorch's index backward, which sums with atomics on a GPU).
@@ -605,7 +561,7 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
     auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
     auto targets = test::random_tokens(M, B, shape, 12);
     const StepResult cpu = kernel_step_on(torch::kCPU, shape, members, inputs, targets, B);
-    const StepResult gpu = kernel_step_on(kCuda, shape, members, inputs, targets, B);
+    const StepResult gpu = kernel_step_on(test::kCuda, shape, members, inputs, targets, B);
     const double worst = worst_relative_gradient_difference(cpu, gpu);
     std::printf("  heads %lld: GPU kernels vs their CPU emulation: loss %.1e, worst relative gradient %.1e\n",
                 static_cast<long long>(shape.heads), test::max_abs_diff(cpu.loss, gpu.loss), worst);
@@ -618,10 +574,10 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
 TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
   const EncoderShape shape = test::small_shape(0.1);
-  Encoder model(shape, kernel_members(shape), kCuda);
+  Encoder model(shape, kernel_members(shape), test::kCuda);
   const int64_t M = model->member_count(), B = 70;
-  auto inputs = test::random_tokens(M, B, shape, 11).to(kCuda);
-  auto targets = test::random_tokens(M, B, shape, 12).to(kCuda);
+  auto inputs = test::random_tokens(M, B, shape, 11).to(test::kCuda);
+  auto targets = test::random_tokens(M, B, shape, 12).to(test::kCuda);
   const DropoutMasks masks = model->dropout_masks(B);
   const StepResult reference = autograd_step(model, inputs, targets, &masks);
   const StepResult ours = kernel_step(model, inputs, targets, &masks);
@@ -639,10 +595,10 @@ TEST(FusedGpuOnCuda, ASmallStepForTheSanitizers) {
   COPYTASK_REQUIRE_CUDA();
   const EncoderShape shape = test::small_shape(0.1);
   const std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"t5", 1, "t5", false, test::small_options()}};
-  Encoder model(shape, members, kCuda);
+  Encoder model(shape, members, test::kCuda);
   const int64_t B = 40;
-  auto inputs = test::random_tokens(2, B, shape, 1).to(kCuda);
-  auto targets = test::random_tokens(2, B, shape, 2).to(kCuda);
+  auto inputs = test::random_tokens(2, B, shape, 1).to(test::kCuda);
+  auto targets = test::random_tokens(2, B, shape, 2).to(test::kCuda);
   const DropoutMasks masks = model->dropout_masks(B);
   const StepResult result = kernel_step(model, inputs, targets, &masks);
   EXPECT_TRUE(torch::isfinite(result.loss).all().item<bool>());
@@ -654,8 +610,8 @@ TEST(FusedGpuOnCuda, ABatchTheKernelsCannotRunFallsBackSayingWhy) {
   COPYTASK_REQUIRE_CUDA();
   TaskConfig task;
   task.examples = 200;
-  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
-  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"cope", 0, "cope", true, test::small_options()}}, kCuda);
+  const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
+  Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"cope", 0, "cope", true, test::small_options()}}, test::kCuda);
   TrainConfig train;
   train.step = "fused-gpu";
   const auto step = training_step_make(model, data, train);
@@ -669,12 +625,12 @@ TEST(FusedGpuOnCuda, TwoRunsAndTheCapturedStepGiveTheSameBits) {
   COPYTASK_REQUIRE_CUDA();
   TaskConfig task;
   task.examples = 300;
-  const TrainData data = train_data_upload(copy_task_generate(task), kCuda);
+  const TrainData data = train_data_upload(copy_task_generate(task), test::kCuda);
   for (int64_t batch_size : {0, 32}) {
     TrainConfig train;
     train.batch_size = batch_size;
     auto run = [&](bool capture) {
-      Encoder model(test::small_shape(0.1), reference_members(), kCuda);
+      Encoder model(test::small_shape(0.1), reference_members(), test::kCuda);
       DeviceStep step(model, data, train, capture, DeviceStepKernels::fused);
       std::vector<torch::Tensor> losses;
       for (int i = 1; i <= DeviceStep::kWarmupSteps + 10; ++i) {

@@ -19,10 +19,6 @@
 namespace copytask {
 namespace {
 
-std::vector<int64_t> row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
-  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
-}
-
 // The reference task and an evaluation to twice its longest length.
 TaskConfig reference_task() { return TaskConfig{}; }
 EvalConfig eval_to(int64_t max_len, int64_t per_length = 200) {
@@ -52,7 +48,7 @@ TEST(LengthSets, EveryLengthInAContextForTheWholeCopyOnInputsNeverTrainedOn) {
   const auto sets = length_sets_generate(task, eval_to(16), data.train);
   ASSERT_EQ(sets.size(), 16u);
   std::set<std::vector<int64_t>> trained;
-  for (int64_t i = 0; i < data.train.count; ++i) trained.insert(row(data.train.inputs, i, task.context));
+  for (int64_t i = 0; i < data.train.count; ++i) trained.insert(test::example_row(data.train.inputs, i, task.context));
   for (const auto& set : sets) {
     const int64_t k = set.length, T = set.context;
     EXPECT_EQ(T, std::max<int64_t>(10, 2 * k + 1)) << k;
@@ -60,7 +56,7 @@ TEST(LengthSets, EveryLengthInAContextForTheWholeCopyOnInputsNeverTrainedOn) {
     // 9^k inputs exist; the trained lengths lose the training split's share of them.
     std::set<std::vector<int64_t>> inputs;
     for (int64_t i = 0; i < set.examples.count; ++i) {
-      const auto input = row(set.examples.inputs, i, T), target = row(set.examples.targets, i, T);
+      const auto input = test::example_row(set.examples.inputs, i, T), target = test::example_row(set.examples.targets, i, T);
       std::vector<int64_t> content(input.begin(), input.begin() + k);
       EXPECT_EQ(input, copy_input(content, task.vocab_size, T));
       EXPECT_EQ(target, copy_target(content, task.vocab_size, T));

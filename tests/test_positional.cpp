@@ -14,7 +14,7 @@
 namespace copytask {
 namespace {
 
-std::shared_ptr<PositionalScheme> make(const std::string& name, const PositionalOptions& options = {},
+std::shared_ptr<PositionalScheme> scheme_make(const std::string& name, const PositionalOptions& options = {},
                                        PositionalShape shape = {10, 8, 2}) {
   auto scheme = positional_scheme_make(name, options, shape);
   at::Generator generator = generator_make(torch::kCPU, 17);
@@ -36,7 +36,7 @@ void set(PositionalScheme& scheme, const std::string& name, const torch::Tensor&
 
 TEST(Sinusoidal, MatchesTheClosedForm) {
   const int64_t T = 12, D = 20;
-  auto table = make("sinusoidal", {}, {T, D, 1})->table(T);
+  auto table = scheme_make("sinusoidal", {}, {T, D, 1})->table(T);
   ASSERT_EQ(table.sizes(), (std::vector<int64_t>{T, D}));
   auto a = table.accessor<float, 2>();
   for (int64_t p = 0; p < T; ++p)
@@ -50,11 +50,11 @@ TEST(Sinusoidal, MatchesTheClosedForm) {
 TEST(Rope, AnglesFollowTheBaseAndTheRotatedFraction) {
   // Dh = 12: full rotation (6 pairs), and a third of it (2 pairs) with base 500.
   const int64_t T = 9, D = 24, H = 2, Dh = 12;
-  auto full = make("rope", {}, {T, D, H})->table(T);
+  auto full = scheme_make("rope", {}, {T, D, H})->table(T);
   PositionalOptions partial_options;
   partial_options.rope_base = 500;
   partial_options.rope_fraction = 1.0 / 3.0;
-  auto partial = make("rope", partial_options, {T, D, H})->table(T);
+  auto partial = scheme_make("rope", partial_options, {T, D, H})->table(T);
   ASSERT_EQ(full.sizes(), (std::vector<int64_t>{T, Dh / 2}));
   auto f = full.accessor<float, 2>(), q = partial.accessor<float, 2>();
   for (int64_t p = 0; p < T; ++p)
@@ -67,7 +67,7 @@ TEST(Rope, AnglesFollowTheBaseAndTheRotatedFraction) {
 
 TEST(Rope, RotatesEachPairAndTheDotProductDependsOnlyOnTheDistance) {
   const int64_t T = 10, Dh = 8;
-  auto angles = make("rope", {}, {T, Dh, 1})->table(T).to(torch::kFloat64);  // (T, Dh/2)
+  auto angles = scheme_make("rope", {}, {T, Dh, 1})->table(T).to(torch::kFloat64);  // (T, Dh/2)
   torch::manual_seed(2);
   // The same query and key vectors placed at every position.
   auto q = torch::randn({1, Dh}, torch::kFloat64).expand({T, Dh}).contiguous();
@@ -118,12 +118,12 @@ void expect_bias(const torch::Tensor& table, Expected expected, double tolerance
 TEST(Alibi, EveryDirectionMatchesItsClosedForm) {
   const int64_t T = 7, H = 3;
   const auto paper = alibi_paper_slopes(H);
-  expect_bias(make("alibi", {}, {T, 6, H})->table(T), [&](int64_t h, int64_t d, int64_t) { return -paper[h] * std::abs(d); });
+  expect_bias(scheme_make("alibi", {}, {T, 6, H})->table(T), [&](int64_t h, int64_t d, int64_t) { return -paper[h] * std::abs(d); });
 
   PositionalOptions offset;
   offset.alibi_direction = "offset";
   offset.alibi_slopes = {0.5, 0.25, 2.0};
-  expect_bias(make("alibi", offset, {T, 6, H})->table(T), [&](int64_t h, int64_t d, int64_t) {
+  expect_bias(scheme_make("alibi", offset, {T, 6, H})->table(T), [&](int64_t h, int64_t d, int64_t) {
     return -offset.alibi_slopes[h] * (std::abs(d) - (d > 0 ? 0.5 : 0.0));  // keys to the left: +0.5 slope
   });
 
@@ -131,7 +131,7 @@ TEST(Alibi, EveryDirectionMatchesItsClosedForm) {
   two_sided.alibi_direction = "two-sided";
   two_sided.alibi_slopes = {0.5, 0.25, 2.0};
   two_sided.alibi_right_slopes = {3.0, 0.125, 1.0};
-  auto scheme = make("alibi", two_sided, {T, 6, H});
+  auto scheme = scheme_make("alibi", two_sided, {T, 6, H});
   expect_bias(scheme->table(T), [&](int64_t h, int64_t d, int64_t) {
     return d >= 0 ? -two_sided.alibi_slopes[h] * d : -two_sided.alibi_right_slopes[h] * -d;
   });
@@ -147,7 +147,7 @@ TEST(Alibi, LearnedSlopesStartAtTheGivenOnesAndMove) {
   PositionalOptions options;
   options.alibi_direction = "two-sided";
   options.alibi_learned = true;
-  auto scheme = make("alibi", options, {T, 8, H});
+  auto scheme = scheme_make("alibi", options, {T, 8, H});
   ASSERT_TRUE(scheme->learned());
   const auto paper = alibi_paper_slopes(H);
   expect_bias(scheme->table(T), [&](int64_t h, int64_t d, int64_t) { return -paper[h] * std::abs(d); });
@@ -175,7 +175,7 @@ TEST(T5, BucketsFollowTheClosedForm) {
   EXPECT_EQ(t5_bucket(16), 10);    // log(2) / log(16) * 8 = 2 exactly
   EXPECT_EQ(t5_bucket(-127), 31);  // the last bucket of the right side
   const int64_t T = 300, H = 2;
-  auto scheme = make("t5", {}, {T, 8, H});
+  auto scheme = scheme_make("t5", {}, {T, 8, H});
   // Distinct values per bucket and head: bucket_bias[b][h] = b + 100 h.
   set(*scheme, "bucket_bias", torch::arange(32, torch::kFloat32).unsqueeze(1) + torch::tensor({0.0f, 100.0f}));
   expect_bias(scheme->table(T), [&](int64_t h, int64_t d, int64_t) { return static_cast<double>(t5_bucket(d) + 100 * h); });
@@ -188,7 +188,7 @@ TEST(Dynamic, BiasIsTheMlpOfTheSignedDistance) {
     options.bias_mlp_hidden = W;
     options.dynamic_depth = 2;
     options.dynamic_log_distance = log_distance;
-    auto scheme = make("dynamic", options, {T, 8, H});
+    auto scheme = scheme_make("dynamic", options, {T, 8, H});
     auto params = scheme->named_parameters();
     auto w0 = params["mlp0_weight"].to(torch::kFloat64), b0 = params["mlp0_bias"].to(torch::kFloat64);
     auto w1 = params["mlp1_weight"].to(torch::kFloat64), b1 = params["mlp1_bias"].to(torch::kFloat64);
@@ -212,7 +212,7 @@ TEST(Dynamic, BiasIsTheMlpOfTheSignedDistance) {
 
 TEST(Kerple, BiasIsMinusR1LogOnePlusR2Distance) {
   const int64_t T = 8, H = 2;
-  auto scheme = make("kerple", {}, {T, 8, H});
+  auto scheme = scheme_make("kerple", {}, {T, 8, H});
   expect_bias(scheme->table(T), [](int64_t, int64_t d, int64_t) { return -std::log1p(std::abs(d)); });  // r1 = r2 = 1
   set(*scheme, "log_r1", torch::tensor({std::log(2.0), std::log(0.5)}));
   set(*scheme, "log_r2", torch::tensor({std::log(3.0), std::log(0.25)}));
@@ -225,7 +225,7 @@ TEST(Fire, BiasIsTheMlpOfTheNormalisedLogDistance) {
   PositionalOptions options;
   options.bias_mlp_hidden = W;
   options.fire_threshold = 3;
-  auto scheme = make("fire", options, {T, 8, H});
+  auto scheme = scheme_make("fire", options, {T, 8, H});
   set(*scheme, "c", torch::tensor({0.3f}));
   set(*scheme, "threshold_scale", torch::tensor({1.1f}));  // L = 3.3: queries from 4 on are their own scale
   auto params = scheme->named_parameters();

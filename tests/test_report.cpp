@@ -491,7 +491,7 @@ TEST(Report, UnexpectedShapesGiveANoteNotAFailure) {
 
 // ---- Writing from a study folder ---------------------------------------------------------------
 
-fs::path fresh_dir(const std::string& name) {
+fs::path fresh_report_dir(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("copytask_report_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -504,7 +504,7 @@ void write(const fs::path& path, const std::string& text) {
 }
 
 TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
-  const fs::path dir = fresh_dir("study");
+  const fs::path dir = fresh_report_dir("study");
   const ReportInputs in = fixture();
   write(dir / "config.json", in.config.dump());
   write(dir / "run.json", json(*in.run).dump());
@@ -537,7 +537,7 @@ TEST(ReportWrite, ReadsTheStudyFolderAndWritesAtomically) {
 }
 
 TEST(ReportWrite, RefusesAFolderWithoutConfigOrWithBadJson) {
-  const fs::path dir = fresh_dir("bad");
+  const fs::path dir = fresh_report_dir("bad");
   try {
     report_html_write(dir.string(), (dir / "r.html").string());
     FAIL() << "no config.json must throw";

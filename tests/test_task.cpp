@@ -5,13 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "task/copy_task.h"
+#include "test_util.h"
 
 namespace copytask {
 namespace {
-
-std::vector<int64_t> row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
-  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
-}
 
 TEST(Task, InputAndTargetLayout) {
   // 1 7 2 <copy> _ _ _ _ _ _  ->  1 7 2 <copy> 1 7 2 _ _ _
@@ -34,8 +31,8 @@ TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
   const int64_t T = task.context;
   std::set<std::vector<int64_t>> train_inputs, test_inputs;
   std::vector<int64_t> length_counts(T, 0);
-  for (int64_t i = 0; i < task.train.count; ++i) train_inputs.insert(row(task.train.inputs, i, T));
-  for (int64_t i = 0; i < task.test.count; ++i) test_inputs.insert(row(task.test.inputs, i, T));
+  for (int64_t i = 0; i < task.train.count; ++i) train_inputs.insert(test::example_row(task.train.inputs, i, T));
+  for (int64_t i = 0; i < task.test.count; ++i) test_inputs.insert(test::example_row(task.test.inputs, i, T));
   EXPECT_EQ(static_cast<int64_t>(train_inputs.size()), task.train.count) << "duplicate train inputs";
   EXPECT_EQ(static_cast<int64_t>(test_inputs.size()), task.test.count) << "duplicate test inputs";
   for (const auto& input : test_inputs) EXPECT_EQ(train_inputs.count(input), 0u) << "a test input is in train";
@@ -43,8 +40,8 @@ TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
   // Every example: k content tokens in 1..V-2, <copy>, padding; target = its copy.
   for (const CopySplit* split : {&task.train, &task.test})
     for (int64_t i = 0; i < split->count; ++i) {
-      auto input = row(split->inputs, i, T);
-      auto target = row(split->targets, i, T);
+      auto input = test::example_row(split->inputs, i, T);
+      auto target = test::example_row(split->targets, i, T);
       int64_t k = 0;
       while (k < T && input[k] >= 1 && input[k] <= 9) ++k;
       ASSERT_GE(k, config.min_len);
@@ -66,7 +63,7 @@ TEST(Task, ExamplesAreUniqueSplitsDisjointAndWellFormed) {
   // test (a split in drawing order once sent every short example to test).
   std::vector<int64_t> test_counts(T, 0);
   for (int64_t i = 0; i < task.test.count; ++i) {
-    auto input = row(task.test.inputs, i, T);
+    auto input = test::example_row(task.test.inputs, i, T);
     test_counts[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
   }
   EXPECT_LT(test_counts[2], 25) << "length 2 has 81 examples; about 8 belong in test";
@@ -89,7 +86,7 @@ TEST(Task, FreshSamplingDrawsTheTrainSplitFromTheDistributionNeverATestInput) {
   std::set<std::vector<int64_t>> test_inputs, train_distinct;
   std::vector<int64_t> test_lengths(T, 0);
   for (int64_t i = 0; i < task.test.count; ++i) {
-    const auto input = row(task.test.inputs, i, T);
+    const auto input = test::example_row(task.test.inputs, i, T);
     test_inputs.insert(input);
     test_lengths[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
   }
@@ -98,11 +95,11 @@ TEST(Task, FreshSamplingDrawsTheTrainSplitFromTheDistributionNeverATestInput) {
   EXPECT_EQ(test_lengths[2], 40) << "half of length 2's 81";
   std::vector<int64_t> length_counts(T, 0);
   for (int64_t i = 0; i < task.train.count; ++i) {
-    const auto input = row(task.train.inputs, i, T);
+    const auto input = test::example_row(task.train.inputs, i, T);
     ASSERT_EQ(test_inputs.count(input), 0u) << "a test input in the train split";
     train_distinct.insert(input);
     length_counts[std::find(input.begin(), input.end(), 10) - input.begin()] += 1;
-    ASSERT_EQ(row(task.train.targets, i, T),
+    ASSERT_EQ(test::example_row(task.train.targets, i, T),
               copy_target(std::vector<int64_t>(input.begin(), std::find(input.begin(), input.end(), 10)), 11, T));
   }
   // Uniform over the 8 lengths: 4500 each, within 5 standard deviations of a binomial (about 63).
@@ -135,8 +132,8 @@ TEST(Task, EveryPossibleInputCanBeDrawn) {
   EXPECT_EQ(copy_task_capacity(config), 14);
   CopyTask task = copy_task_generate(config);
   std::set<std::vector<int64_t>> all;
-  for (int64_t i = 0; i < task.train.count; ++i) all.insert(row(task.train.inputs, i, 5));
-  for (int64_t i = 0; i < task.test.count; ++i) all.insert(row(task.test.inputs, i, 5));
+  for (int64_t i = 0; i < task.train.count; ++i) all.insert(test::example_row(task.train.inputs, i, 5));
+  for (int64_t i = 0; i < task.test.count; ++i) all.insert(test::example_row(task.test.inputs, i, 5));
   EXPECT_EQ(all.size(), 14u);
   config.examples = 15;
   EXPECT_THROW(copy_task_generate(config), std::invalid_argument);

@@ -20,10 +20,6 @@
 namespace copytask {
 namespace {
 
-std::vector<int64_t> row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
-  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
-}
-
 TaskConfig kind_task(const std::string& kind, int64_t context = 10) {
   TaskConfig task;
   task.kind = kind;
@@ -38,7 +34,7 @@ TEST(TaskKinds, ReverseDrawsCopysInputsAndReversesTheOutput) {
   ASSERT_EQ(a.train.inputs, b.train.inputs) << "the same inputs, so the kinds differ in the output alone";
   ASSERT_EQ(a.test.inputs, b.test.inputs);
   for (int64_t i = 0; i < b.train.count; ++i) {
-    const auto input = row(b.train.inputs, i, 17), target = row(b.train.targets, i, 17);
+    const auto input = test::example_row(b.train.inputs, i, 17), target = test::example_row(b.train.targets, i, 17);
     const int64_t k = std::find(input.begin(), input.end(), 10) - input.begin();
     for (int64_t t = 0; t <= k; ++t) ASSERT_EQ(target[t], input[t]) << "the input is echoed up to <copy>";
     for (int64_t j = 0; j < k; ++j) ASSERT_EQ(target[k + 1 + j], input[k - 1 - j]) << "output j is content k-1-j";
@@ -54,12 +50,12 @@ TEST(TaskKinds, SelectiveHidesTheContentAmongNoiseAtTheStatedRate) {
   EXPECT_EQ(noise, 9);
   EXPECT_EQ(content_vocab(task), 8);
   std::set<std::vector<int64_t>> train_inputs;
-  for (int64_t i = 0; i < data.train.count; ++i) train_inputs.insert(row(data.train.inputs, i, T));
+  for (int64_t i = 0; i < data.train.count; ++i) train_inputs.insert(test::example_row(data.train.inputs, i, T));
   EXPECT_EQ(static_cast<int64_t>(train_inputs.size()), data.train.count) << "distinct inputs";
   std::set<int64_t> noise_places_seen;
   for (const CopySplit* split : {&data.train, &data.test})
     for (int64_t i = 0; i < split->count; ++i) {
-      const auto input = row(split->inputs, i, T), target = row(split->targets, i, T);
+      const auto input = test::example_row(split->inputs, i, T), target = test::example_row(split->targets, i, T);
       if (split == &data.test) { ASSERT_EQ(train_inputs.count(input), 0u) << "a test input is in train"; }
       const int64_t copy_at = std::find(input.begin(), input.end(), 10) - input.begin();
       std::vector<int64_t> content;
@@ -103,8 +99,8 @@ TEST(TaskKinds, EverySelectiveInputCanBeDrawnAndTheCountIsExact) {
   task.test_fraction = 0.25;
   const CopyTask data = copy_task_generate(task);
   std::set<std::vector<int64_t>> all;
-  for (int64_t i = 0; i < data.train.count; ++i) all.insert(row(data.train.inputs, i, 7));
-  for (int64_t i = 0; i < data.test.count; ++i) all.insert(row(data.test.inputs, i, 7));
+  for (int64_t i = 0; i < data.train.count; ++i) all.insert(test::example_row(data.train.inputs, i, 7));
+  for (int64_t i = 0; i < data.test.count; ++i) all.insert(test::example_row(data.test.inputs, i, 7));
   EXPECT_EQ(all.size(), 28u);
   // nth_example's enumeration (the length sets') reaches each of them once.
   std::set<std::vector<int64_t>> places;
@@ -122,11 +118,11 @@ TEST(TaskKinds, LengthSetsOfEachKindHoldWholeExamplesNeverTrainedOn) {
     eval.per_length = 40;
     const auto sets = length_sets_generate(task, eval, data.train);
     std::set<std::vector<int64_t>> trained;
-    for (int64_t i = 0; i < data.train.count; ++i) trained.insert(row(data.train.inputs, i, task.context));
+    for (int64_t i = 0; i < data.train.count; ++i) trained.insert(test::example_row(data.train.inputs, i, task.context));
     for (const auto& set : sets) {
       EXPECT_EQ(set.context, std::max(task.context, whole_example_context(task, set.length))) << kind;
       for (int64_t n = 0; n < set.examples.count; ++n) {
-        const auto input = row(set.examples.inputs, n, set.context);
+        const auto input = test::example_row(set.examples.inputs, n, set.context);
         const OutputSources sources = output_sources(task, input.data(), set.context);
         ASSERT_EQ(sources.length(), set.length) << kind;
         ASSERT_LE(sources.output_begin() + set.length, set.context) << kind << ": the whole output fits";
@@ -151,7 +147,7 @@ TEST(TaskKinds, EachOutputsSourceIsWhereABruteForceSearchFindsItsToken) {
     const CopyTask data = copy_task_generate(task);
     int64_t checked = 0;
     for (int64_t i = 0; i < data.train.count; ++i) {
-      const auto input = row(data.train.inputs, i, 40), target = row(data.train.targets, i, 40);
+      const auto input = test::example_row(data.train.inputs, i, 40), target = test::example_row(data.train.targets, i, 40);
       const OutputSources sources = output_sources(task, input.data(), 40);
       std::set<int64_t> distinct;
       for (int64_t at : sources.content_at) distinct.insert(input[at]);

@@ -14,9 +14,22 @@
 
 namespace copytask::test {
 
+// The GPU the CUDA tests run on, and their first line: skipped, saying why, where LibTorch
+// sees no CUDA device (a CPU machine, Debian's LibTorch). Needs <torch/cuda.h> and GoogleTest.
+inline const torch::Device kCuda(torch::kCUDA, 0);
+#define COPYTASK_REQUIRE_CUDA()                                                                  \
+  if (!torch::cuda::is_available())                                                              \
+  GTEST_SKIP() << "no CUDA device visible to this LibTorch: the CUDA tests run on the GPU "      \
+                  "machine (scripts/gpu_run.sh)"
+
 // The largest absolute difference between two tensors (as float64).
 inline double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+// Example i's T tokens of a flat (N x T) split.
+inline std::vector<int64_t> example_row(const std::vector<int64_t>& flat, int64_t i, int64_t T) {
+  return std::vector<int64_t>(flat.begin() + i * T, flat.begin() + (i + 1) * T);
 }
 
 inline torch::Tensor tensor_from_json(const nlohmann::json& entry) {

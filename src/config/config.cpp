@@ -2,12 +2,10 @@
 #include "config/config.h"
 
 namespace copytask {
-namespace {
-// A value as JSON text; bytes that are not UTF-8 become U+FFFD rather than an exception.
-std::string shown(const nlohmann::json& value) {
+
+std::string json_shown(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
-}  // namespace
 
 std::string scheme_name_of(const ModelConfig& model) {
   return model.positional + (model.causal ? "+causal" : "");
@@ -41,7 +39,7 @@ std::vector<nlohmann::json> grid_combinations(const nlohmann::json& grid) {
 std::string grid_point_name(const std::string& scheme, const nlohmann::json& point) {
   std::string name = scheme;
   for (const auto& item : point.items())
-    name += "@" + item.key() + "=" + (item.value().is_string() ? item.value().get<std::string>() : shown(item.value()));
+    name += "@" + item.key() + "=" + (item.value().is_string() ? item.value().get<std::string>() : json_shown(item.value()));
   return name;
 }
 
@@ -55,11 +53,11 @@ void flatten_into(const nlohmann::json& value, const std::string& key,
     for (const auto& scheme : value) {
       std::string overrides;
       for (const auto& item : scheme.items())
-        if (item.key() != "name") overrides += (overrides.empty() ? "" : " ") + item.key() + "=" + shown(item.value());
+        if (item.key() != "name") overrides += (overrides.empty() ? "" : " ") + item.key() + "=" + json_shown(item.value());
       out.emplace_back("compare.schemes[" + scheme.at("name").get<std::string>() + "]", overrides);
     }
   } else {
-    out.emplace_back(key, value.is_string() ? value.get<std::string>() : shown(value));
+    out.emplace_back(key, value.is_string() ? value.get<std::string>() : json_shown(value));
   }
 }
 }  // namespace

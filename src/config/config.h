@@ -134,6 +134,10 @@ Config config_resolve(const std::optional<std::string>& file_path,
 // JSON, else taken as a string. Throws ConfigError for a text without '='.
 nlohmann::json config_overrides_parse(const std::vector<std::string>& overrides);
 
+// A value as JSON text for a message; bytes that are not UTF-8 (a mistyped or binary
+// argument) become U+FFFD instead of making the message itself fail.
+std::string json_shown(const nlohmann::json& value);
+
 // JSON round trip. config_from_json checks every key and type against the defaults.
 nlohmann::json config_to_json(const Config& config);
 Config config_from_json(const nlohmann::json& json);

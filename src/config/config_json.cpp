@@ -14,10 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// A value as JSON text for a message; bytes that are not UTF-8 (a mistyped or binary
-// argument) are shown as U+FFFD instead of making the message itself fail.
-std::string shown(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 std::string type_name(const json& value) {
   if (value.is_boolean()) return "a boolean";
   if (value.is_number_integer() || value.is_number_unsigned()) return "an integer";
@@ -68,7 +64,7 @@ std::string unknown_key_message(const std::string& key, const json& level,
 // default's type: an integer key accepts an integral number (1e4), a number key an integer.
 json checked_leaf(const std::string& key, const json& expected, const json& value) {
   auto wrong = [&](const std::string& wanted) {
-    return ConfigError(key + " = " + shown(value) + ": expected " + wanted + ", got " +
+    return ConfigError(key + " = " + json_shown(value) + ": expected " + wanted + ", got " +
                        type_name(value));
   };
   if (expected.is_boolean()) {
@@ -168,7 +164,7 @@ bool may_vary_per_scheme(const std::string& key) {
 SchemeSpec scheme_from_json(const json& entry, size_t index, const json& defaults) {
   const std::string where = "compare.schemes[" + std::to_string(index) + "]";
   if (!entry.is_object())
-    throw ConfigError(where + " = " + shown(entry) +
+    throw ConfigError(where + " = " + json_shown(entry) +
                       ": expected an object like {\"name\": \"rope\", \"model.positional\": \"rope\"}");
   if (!entry.contains("name") || !entry["name"].is_string())
     throw ConfigError(where + " has no \"name\" (a string); every scheme needs a name, e.g. \"rope\"");
@@ -198,7 +194,7 @@ SchemeSpec scheme_from_json(const json& entry, size_t index, const json& default
 // except train.seeds (the seeds are already an axis of every study).
 json grid_from_json(const json& grid, const json& defaults) {
   if (!grid.is_object())
-    throw ConfigError("compare.grid = " + shown(grid) + ": expected an object like {\"model.heads\": [1, 2, 4]}");
+    throw ConfigError("compare.grid = " + json_shown(grid) + ": expected an object like {\"model.heads\": [1, 2, 4]}");
   for (const auto& item : grid.items()) {
     const std::string& key = item.key();
     const std::string where = "compare.grid[\"" + key + "\"]";
@@ -207,7 +203,7 @@ json grid_from_json(const json& grid, const json& defaults) {
       throw ConfigError(where + ": key '" + key + "' cannot be a grid axis; a grid may vary model.* and train.* keys" +
                         scheme_task_keys() + " (but not train.seeds, train.device or train.threads)");
     if (!item.value().is_array() || item.value().empty())
-      throw ConfigError(where + " = " + shown(item.value()) + ": expected a non-empty list of values, e.g. [1, 2, 4]");
+      throw ConfigError(where + " = " + json_shown(item.value()) + ": expected a non-empty list of values, e.g. [1, 2, 4]");
     for (const auto& value : item.value()) {
       json probe = defaults;
       try {
