@@ -131,7 +131,7 @@ say "libraries: libtorch_cuda.so and every libtorch*/libc10* from $torch_dir/lib
 # 4. The suite (CUDA tests skipped: no GPU here).
 if [ "$run_tests" = 1 ]; then
   say "the test suite on $build"
-  (cd "$build" && ctest --output-on-failure --timeout 600) || fail "tests failed on the CUDA build"
+  (cd "$build" && ctest --output-on-failure --timeout 600 -j "$(nproc)") || fail "tests failed on the CUDA build"
 fi
 
 # 5. The bundle for the GPU machine.

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make git              # the toolchain
+  cmake g++ make ninja-build git  # the toolchain
   libtorch-dev                    # LibTorch 1.13 (CPU)
   libopenblas0-pthread            # a fast BLAS for LibTorch; the reference BLAS is several times slower
   libcli11-dev nlohmann-json3-dev libspdlog-dev libgtest-dev

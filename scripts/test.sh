@@ -11,4 +11,6 @@ scripts/setup.sh chromium chromium-driver python3-selenium python3-pil python3-t
   munge slurmctld slurmd slurm-client
 scripts/build.sh
 cd build
-ctest --output-on-failure --timeout 600
+# The tests on every core at once (each test's own OpenMP threads wait passively:
+# tests/CMakeLists.txt).
+ctest --output-on-failure --timeout 600 -j "$(nproc 2>/dev/null || echo 2)"
