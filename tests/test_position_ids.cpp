@@ -72,8 +72,10 @@ TEST(RandomPositions, SortedDistinctInRangeUniformAndPerMemberSeeded) {
 }
 
 // Offset and coupled IDs are what their kinds say: in training s..s+T-1 with s in 0..L-T,
-// drawn per member, step and example (every start reached); in evaluation s = 0; coupled
-// outputs at their sources' IDs, for every task kind, every other token at s + t.
+// drawn per member, step and example (every start reached); in evaluation s = 0, or under
+// eval.position_start = drawn s in 0..L-T drawn per example, every start reached, the same
+// for every member and at every evaluation; coupled outputs at their sources' IDs, for
+// every task kind, every other token at s + t.
 TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
   const int64_t T = 10, L = 16, B = 300;
   for (const std::string kind : {"copy", "reverse", "selective"}) {
@@ -90,14 +92,22 @@ TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
     Encoder model(shape, std::vector<MemberSpec>{MemberSpec("o", 0, "rope", false, offset), MemberSpec("c", 0, "rope", false, coupled)},
                   torch::kCPU);
     const torch::Tensor inputs = rows.unsqueeze(0).expand({2, B, T});  // (M, B, T): a full batch's view
-    for (bool training : {true, false}) {
-      const torch::Tensor ids = training ? model->training_positions(inputs) : model->evaluation_positions(inputs, 0);
+    enum Mode { training, evaluation, evaluation_drawn };
+    for (Mode mode : {training, evaluation, evaluation_drawn}) {
+      model->evaluation_start_set(mode == evaluation_drawn ? EvaluationStart::drawn : EvaluationStart::zero);
+      const torch::Tensor ids = mode == training ? model->training_positions(inputs) : model->evaluation_positions(inputs, 0);
+      if (mode == evaluation_drawn) {
+        EXPECT_TRUE(torch::equal(ids, model->evaluation_positions(inputs, 0))) << "the same at every evaluation";
+        EXPECT_TRUE(torch::equal(ids.narrow(1, 5, 4), model->evaluation_positions(inputs.narrow(1, 5, 4), 5)))
+            << "a chunk draws its share";
+      }
       std::set<int64_t> starts;
       for (int64_t b = 0; b < B; ++b) {
         const int64_t* row = rows[b].data_ptr<int64_t>();
         const OutputSources sources = output_sources(shape.task(), row, T);
         const int64_t s = ids[0][b][0].item<int64_t>(), c = ids[1][b][0].item<int64_t>();
-        EXPECT_TRUE(training ? (s >= 0 && s <= L - T) : s == 0) << s;
+        EXPECT_TRUE(mode == evaluation ? s == 0 : (s >= 0 && s <= L - T)) << s;
+        if (mode == evaluation_drawn) EXPECT_EQ(c, s) << "every member's example at the same start";
         starts.insert(s);
         for (int64_t t = 0; t < T; ++t) {
           EXPECT_EQ(ids[0][b][t].item<int64_t>(), s + t);
@@ -107,8 +117,9 @@ TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
               << kind << " example " << b << " position " << t;
         }
       }
-      if (training) EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
+      if (mode != evaluation) EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
     }
+    model->evaluation_start_set(EvaluationStart::zero);
   }
 }
 

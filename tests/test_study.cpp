@@ -234,6 +234,13 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
     const auto& recorded = results["schemes"][member["scheme"].get<std::string>()]["runs"][member["seed"].get<size_t>()];
     EXPECT_EQ(member["length_generalization"], recorded["length_generalization"]) << member["member"];
   }
+  // At drawn starts (eval.position_start): IDs 0..T-1 have none, so the same numbers.
+  Outcome drawn = run("eval --run " + out.string() + lengths + " eval.position_start=drawn --json " + json.string());
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.output;
+  for (const auto& member : read_json(json)["members"]) {
+    const auto& recorded = results["schemes"][member["scheme"].get<std::string>()]["runs"][member["seed"].get<size_t>()];
+    EXPECT_EQ(member["length_generalization"], recorded["length_generalization"]) << member["member"];
+  }
   // Further than trained for: up to 14; the learned table's 25 rows stop it after length 12.
   Outcome further = run("eval --run " + out.string() + " eval.max_len=14 eval.per_length=20 --json " + json.string());
   ASSERT_EQ(further.exit_code, 0) << further.output;

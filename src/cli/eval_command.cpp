@@ -29,6 +29,7 @@ namespace {
 const std::vector<std::string>& eval_keys() {
   static const std::vector<std::string> keys = {"task.seed",     "task.examples", "task.test_fraction", "task.min_len",
                                                 "task.max_len",  "eval.max_len",  "eval.per_length",    "eval.seed",
+                                                "eval.position_start",
                                                 "train.device",  "train.threads"};
   return keys;
 }
@@ -49,7 +50,8 @@ CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options) {
   command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
   command.add_option("overrides", options.overrides,
                      "key=value: other data (task.seed, task.examples, task.test_fraction, task.min_len, "
-                     "task.max_len), longer lengths (eval.max_len, eval.per_length, eval.seed) or where to run "
+                     "task.max_len), longer lengths (eval.max_len, eval.per_length, eval.seed), the start of offset and coupled IDs "
+                     "(eval.position_start) or where to run "
                      "(train.device, train.threads)");
   return &command;
 }
@@ -112,6 +114,7 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
                   length_data_upload(length_sets_generate(config.task, config.eval, task.train), config.task, setup.device)};
     made.lengths.rope_rescaling = config.eval.rope_rescaling;
     made.lengths.rope_factor = config.eval.rope_factor;
+    made.lengths.position_start = evaluation_start(config.eval.position_start);
     made.lengths.trained_context = member.arm->config.task.context;
     log_info("eval: task {}, {} data ({} train / {} test){}", config.task.kind, same_data ? "the study's" : "other",
                  task.train.count, task.test.count,
@@ -163,8 +166,9 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
   const SavedStudy& study = setup.study;
   std::printf("%-28s %10s %10s %11s %11s  %s\n", "member", "test exact", "test token", "train exact", "train token",
               same_data ? "vs training" : "");
-  nlohmann::json out = {{"run", run_dir}, {"task", config_to_json(setup.config)["task"]}, {"same_data", same_data},
-                        {"device", setup.device.str()}, {"members", nlohmann::json::array()}};
+  const nlohmann::json config = config_to_json(setup.config);
+  nlohmann::json out = {{"run", run_dir},        {"task", config["task"]},        {"eval", config["eval"]},
+                        {"same_data", same_data}, {"device", setup.device.str()}, {"members", nlohmann::json::array()}};
   std::map<std::string, std::vector<RunRecord>> by_scheme;
   int64_t differing = 0;
   for (const auto& s : scores) {

@@ -284,6 +284,12 @@ std::vector<ConfigField> make_fields() {
             "the seed of those examples (each length its own stream: a longer `eval.max_len` keeps the shorter "
             "lengths' examples)",
             ints(0, kNoLimit, "must be >= 0")),
+      field("eval.position_start", &Config::eval, &EvalConfig::position_start, S::study,
+            "where offset and coupled position IDs start at the evaluated lengths: `zero` (every example at 0, "
+            "a start one training example in L - T + 1 has) or `drawn` (each example's start drawn as in "
+            "training, uniform in 0..L-T, the same for every member); no effect on sequential and random IDs. "
+            "Also a key of `copytask eval`, to evaluate a trained study the other way",
+            choice({"zero", "drawn"}, "must be zero or drawn")),
       field("eval.rope_rescaling", &Config::eval, &EvalConfig::rope_rescaling, S::study,
             "RoPE's rescalings evaluated beyond the trained lengths, each beside the plain numbers, for the members "
             "that rotate q and k (rope, xpos): any of `pi` (position interpolation), `ntk` (NTK-aware base), `yarn` "

@@ -211,7 +211,9 @@ torch::Tensor EncoderImpl::training_positions(const torch::Tensor& inputs) {
 
 torch::Tensor EncoderImpl::evaluation_positions(const torch::Tensor& inputs, int64_t first) const {
   if (!position_ids_vary()) return {};
-  return position_ids_evaluation(position_ids_, first, tokens_for_ids(position_ids_, inputs), shape_.task()).to(device_);
+  return position_ids_evaluation(position_ids_, first, tokens_for_ids(position_ids_, inputs), shape_.task(),
+                                 evaluation_start_)
+      .to(device_);
 }
 
 PositionalTables EncoderImpl::tables_at(const PositionalTables& tables, const torch::Tensor& positions) const {

@@ -116,6 +116,10 @@ class EncoderImpl : public torch::nn::Module {
   int64_t table_positions(int64_t T) const;
   torch::Tensor training_positions(const torch::Tensor& inputs);
   torch::Tensor evaluation_positions(const torch::Tensor& inputs, int64_t first) const;
+  // Where offset and coupled IDs start in evaluation (eval.position_start): at 0 unless set
+  // to drawn, until set again.
+  void evaluation_start_set(EvaluationStart start) { evaluation_start_ = start; }
+  EvaluationStart evaluation_start() const { return evaluation_start_; }
   // Each example's rows of the tables (made for table_positions(T)): per_example tables.
   PositionalTables tables_at(const PositionalTables& tables, const torch::Tensor& positions) const;
   void positional_backward(const PositionalTables& tables, const PositionalTables& table_grads);
@@ -189,6 +193,7 @@ class EncoderImpl : public torch::nn::Module {
   // Position IDs: each member's kind, range L and stream key, and the steps drawn.
   std::vector<MemberPositionIds> position_ids_;
   uint64_t position_steps_ = 0;
+  EvaluationStart evaluation_start_ = EvaluationStart::zero;
 };
 TORCH_MODULE(Encoder);
 

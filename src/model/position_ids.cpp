@@ -58,11 +58,13 @@ class CoupledPlaces {
   torch::Tensor places_;
 };
 
-// The IDs of a batch: every member's rows by its kind. `training` draws the starts of offset
-// and coupled (0 in evaluation); `random_key(m, b)` is the key of a random member's example.
+// The IDs of a batch: every member's rows by its kind. `drawn_start` draws the starts of
+// offset and coupled from `start_key(m, b)` (training, and evaluation at drawn starts; 0
+// where L <= T, as for an evaluated context as long as L), else they start at 0;
+// `random_key(m, b)` is the key of a random member's example.
 template <typename RandomKey, typename StartKey>
 torch::Tensor position_ids_batch(const std::vector<MemberPositionIds>& members, const torch::Tensor& inputs,
-                                 const TaskConfig& task, bool training, RandomKey random_key, StartKey start_key) {
+                                 const TaskConfig& task, bool drawn_start, RandomKey random_key, StartKey start_key) {
   const int64_t M = static_cast<int64_t>(members.size()), B = inputs.size(1), T = inputs.size(2);
   TORCH_CHECK(inputs.size(0) == M, "position IDs: inputs for ", inputs.size(0), " members, ", M, " given");
   const CoupledPlaces coupled(members, inputs, task);
@@ -80,12 +82,12 @@ torch::Tensor position_ids_batch(const std::vector<MemberPositionIds>& members, 
           random_positions_draw(random_key(m, b), T, member.range, row);
           break;
         case PositionIdKind::offset: {
-          const int64_t s = training ? offset_draw(start_key(m, b), T, member.range) : 0;
+          const int64_t s = drawn_start && member.range > T ? offset_draw(start_key(m, b), T, member.range) : 0;
           for (int64_t t = 0; t < T; ++t) row[t] = s + t;
           break;
         }
         case PositionIdKind::coupled: {
-          const int64_t s = training ? offset_draw(start_key(m, b), T, member.range) : 0;
+          const int64_t s = drawn_start && member.range > T ? offset_draw(start_key(m, b), T, member.range) : 0;
           const int64_t* places = coupled.of(m, b, B, T);
           for (int64_t t = 0; t < T; ++t) row[t] = coupled_id(task, places[t], s);
           break;
@@ -123,17 +125,23 @@ void random_positions_draw(uint64_t key, int64_t T, int64_t range, int64_t* out)
 torch::Tensor position_ids_training(const std::vector<MemberPositionIds>& members, uint64_t step, int64_t first,
                                     const torch::Tensor& inputs, const TaskConfig& task) {
   auto key = [&](int64_t m, int64_t b) { return example_key(members[static_cast<size_t>(m)].key, step, first + b); };
-  return position_ids_batch(members, inputs, task, /*training=*/true, key, key);
+  return position_ids_batch(members, inputs, task, /*drawn_start=*/true, key, key);
+}
+
+EvaluationStart evaluation_start(const std::string& name) {
+  if (name == "zero") return EvaluationStart::zero;
+  if (name == "drawn") return EvaluationStart::drawn;
+  throw std::invalid_argument("unknown eval.position_start \"" + name + "\": must be zero or drawn");
 }
 
 torch::Tensor position_ids_evaluation(const std::vector<MemberPositionIds>& members, int64_t first,
-                                      const torch::Tensor& inputs, const TaskConfig& task) {
+                                      const torch::Tensor& inputs, const TaskConfig& task, EvaluationStart start) {
   // One key for every member: evaluation examples sit at the same positions whatever the
   // member (for the same L); the context keys the draw, so each length has its own.
   const uint64_t T = static_cast<uint64_t>(inputs.size(2));
   auto random_key = [&](int64_t, int64_t b) { return example_key(0x6576616C706F73ULL, T, first + b); };  // "evalpos"
-  auto no_start = [](int64_t, int64_t) { return uint64_t{0}; };
-  return position_ids_batch(members, inputs, task, /*training=*/false, random_key, no_start);
+  auto start_key = [&](int64_t, int64_t b) { return example_key(0x6576616C7374ULL, T, first + b); };     // "evalst"
+  return position_ids_batch(members, inputs, task, start == EvaluationStart::drawn, random_key, start_key);
 }
 
 }  // namespace copytask

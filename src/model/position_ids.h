@@ -5,11 +5,11 @@
 // and for any thread count.
 //   sequential  0..T-1 (no tensor at all: the hooks read rows 0..T-1)
 //   random      a sorted random subset of 0..L-1, in training and in evaluation (Ruoss et al. 2023)
-//   offset      s..s+T-1, s uniform in 0..L-T per example in training; 0..T-1 in evaluation
-//               (McLeish et al. 2024)
+//   offset      s..s+T-1, s uniform in 0..L-T per example in training; in evaluation 0..T-1,
+//               or s drawn per example under eval.position_start = drawn (McLeish et al. 2024)
 //   coupled     s + the token's coupled place (task/task_kind.h, coupled_places: an output takes
 //               its source's place; coupled_id: under task.convention = cho the end token and
-//               the padding at 0), s as under offset; s = 0 in evaluation (Cho et al. 2024)
+//               the padding at 0), s as under offset, in training and in evaluation (Cho et al. 2024)
 // Shapes: M members, B examples, T positions.
 #include <cstdint>
 #include <string>
@@ -43,10 +43,16 @@ void random_positions_draw(uint64_t key, int64_t T, int64_t range, int64_t* out)
 torch::Tensor position_ids_training(const std::vector<MemberPositionIds>& members, uint64_t step, int64_t first,
                                     const torch::Tensor& inputs, const TaskConfig& task);
 
+// Where offset and coupled IDs start in evaluation (eval.position_start): at 0, or at a
+// start drawn per example as in training, uniform in 0..L-T.
+enum class EvaluationStart { zero, drawn };
+EvaluationStart evaluation_start(const std::string& name);  // "zero" | "drawn"
+
 // The IDs of evaluation examples first..first+N-1, inputs (M, N, T): the same at every
-// evaluation and for every member of the same kind and L (random draws from one key for
-// every member, the context keying the draw, so each length has its own).
+// evaluation and for every member of the same kind and L (random draws and drawn starts
+// from one key for every member, the context keying the draw, so each length has its own).
 torch::Tensor position_ids_evaluation(const std::vector<MemberPositionIds>& members, int64_t first,
-                                      const torch::Tensor& inputs, const TaskConfig& task);
+                                      const torch::Tensor& inputs, const TaskConfig& task,
+                                      EvaluationStart start = EvaluationStart::zero);
 
 }  // namespace copytask

@@ -140,6 +140,7 @@ StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) 
   inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), base.task, device);
   inputs.data.lengths.rope_rescaling = base.eval.rope_rescaling;
   inputs.data.lengths.rope_factor = base.eval.rope_factor;
+  inputs.data.lengths.position_start = evaluation_start(base.eval.position_start);
   inputs.data.lengths.trained_context = base.task.context;
   inputs.data.lengths.task = base.task;
   const LengthData& lengths = inputs.data.lengths;

@@ -53,6 +53,9 @@ struct EvalConfig {
   int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
   int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)
   int64_t seed = 1;          // the evaluation examples' seed, the same for every member
+  // Where offset and coupled position IDs start at the evaluated lengths: "zero" (every
+  // example at 0), or "drawn" (each example's start drawn as in training, uniform in 0..L-T).
+  std::string position_start = "zero";
   // Read by the evaluation, not by the data: RoPE's rescalings (pi, ntk, yarn), each
   // evaluated beside the plain numbers for the members that rotate q and k, with factor
   // rope_factor (0 = per length: the evaluated context over the trained one).

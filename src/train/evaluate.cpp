@@ -185,6 +185,19 @@ void length_chunk_add(Encoder& model, const LengthData& data, size_t i, int64_t 
   }
 }
 
+// The lengths' start of offset and coupled IDs, set for a scope and put back after it.
+class EvaluationStartScope {
+ public:
+  EvaluationStartScope(Encoder& model, EvaluationStart start) : model_(model), was_(model->evaluation_start()) {
+    model_->evaluation_start_set(start);
+  }
+  ~EvaluationStartScope() { model_->evaluation_start_set(was_); }
+
+ private:
+  Encoder& model_;
+  EvaluationStart was_;
+};
+
 }  // namespace
 
 std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const LengthData& data, int64_t chunk) {
@@ -192,6 +205,7 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
   const bool was_training = model->is_training();
   model->eval();
   const int64_t M = model->member_count(), B = model->shape().blocks, H = model->shape().heads;
+  const EvaluationStartScope start(model, data.position_start);
   std::vector<std::vector<LengthScores>> scores(M);
   for (size_t i = 0; i < data.lengths.size(); ++i) {
     const int64_t k = data.lengths[i], T = data.contexts[i], N = data.inputs[i].size(0);
@@ -258,6 +272,7 @@ LengthData LengthData::only(size_t i) const {
   one.host_sources = {host_sources[i]};
   one.task = task;
   one.trained_context = trained_context;
+  one.position_start = position_start;
   return one;
 }
 

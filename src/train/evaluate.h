@@ -49,6 +49,8 @@ struct LengthData {
   std::vector<std::string> rope_rescaling;
   double rope_factor = 0;
   int64_t trained_context = 0;
+  // Where offset and coupled IDs start at these lengths (eval.position_start).
+  EvaluationStart position_start = EvaluationStart::zero;
   bool empty() const { return lengths.empty(); }
   // The sets of length index i alone.
   LengthData only(size_t i) const;
