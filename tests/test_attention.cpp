@@ -1,18 +1,34 @@
-// The hand-written CPU attention layer (model/cpu_layers.h) against the batched-matmul
-// formulation the LibTorch model uses (model/attention_core.h): the weights, the mixed
-// values and the gradients of q, k, v and the score bias, with a bias, the causal mask and
-// dropout, one example of several heads.
+// The hand-written CPU attention layer (model/cpu_layers.h) against the plain batched-matmul
+// formulation written below, whose backward autograd gives: the weights, the mixed values
+// and the gradients of q, k, v and the score bias, with a bias, the causal mask and dropout,
+// one example of several heads.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 
-#include "model/attention_core.h"
 #include "model/cpu_layers.h"
 #include "test_util.h"
 
 namespace copytask {
 namespace {
+
+// softmax(q k^T / sqrt(Dh) + offset) (dropout on the weights) @ v, as batched matmuls:
+// q, k, v (M, B, H, T, Dh); offset (M, 1, H, T, T) with -inf where masked, or undefined;
+// dropout (M, B, H, T, T) of 0 or 1/(1-p), or undefined. The mixed values (M, B, H, T, Dh)
+// and the weights before dropout (M, B, H, T, T, detached).
+struct AttentionOutput {
+  torch::Tensor mixed, weights;
+};
+AttentionOutput attention_matmul_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                           const torch::Tensor& offset, const torch::Tensor& dropout) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // (M, B, H, T, T)
+  if (offset.defined()) scores = scores + offset;
+  auto weights = torch::softmax(scores, -1);                     // (M, B, H, T, T)
+  auto kept = dropout.defined() ? weights * dropout : weights;
+  return {torch::matmul(kept, v), weights.detach()};             // (M, B, H, T, Dh)
+}
 
 TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
   const int64_t H = 2, T = 7, Dh = 4, D = H * Dh;
@@ -28,7 +44,7 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
     auto split = leaf_qkv.view({T, 3, H, Dh}).permute({1, 2, 0, 3});              // (3, H, T, Dh)
     auto offset = leaf_bias;
     if (causal) offset = offset.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
-    auto out = attention_core_matmul(split[0].view({1, 1, H, T, Dh}), split[1].view({1, 1, H, T, Dh}),
+    auto out = attention_matmul_reference(split[0].view({1, 1, H, T, Dh}), split[1].view({1, 1, H, T, Dh}),
                                      split[2].view({1, 1, H, T, Dh}), offset.view({1, 1, H, T, T}),
                                      dropout.view({1, 1, H, T, T}));
     auto mixed = out.mixed.view({H, T, Dh}).permute({1, 0, 2}).reshape({T, D});  // (T, D)

@@ -107,7 +107,9 @@ TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
         const OutputSources sources = output_sources(shape.task(), row, T);
         const int64_t s = ids[0][b][0].item<int64_t>(), c = ids[1][b][0].item<int64_t>();
         EXPECT_TRUE(mode == evaluation ? s == 0 : (s >= 0 && s <= L - T)) << s;
-        if (mode == evaluation_drawn) EXPECT_EQ(c, s) << "every member's example at the same start";
+        if (mode == evaluation_drawn) {
+          EXPECT_EQ(c, s) << "every member's example at the same start";
+        }
         starts.insert(s);
         for (int64_t t = 0; t < T; ++t) {
           EXPECT_EQ(ids[0][b][t].item<int64_t>(), s + t);
@@ -117,7 +119,9 @@ TEST(PositionIds, OffsetAndCoupledIdsAreWhatTheirKindsSay) {
               << kind << " example " << b << " position " << t;
         }
       }
-      if (mode != evaluation) EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
+      if (mode != evaluation) {
+        EXPECT_EQ(static_cast<int64_t>(starts.size()), L - T + 1) << "every start is drawn";
+      }
     }
     model->evaluation_start_set(EvaluationStart::zero);
   }

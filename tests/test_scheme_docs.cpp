@@ -55,10 +55,12 @@ TEST(SchemeDocs, SchemesMdHasARowForEveryRegisteredSchemeAndASectionForEveryOpti
   for (const auto& name : shipped_schemes())
     EXPECT_TRUE(rows.count(name)) << "docs/schemes.md has no row \"| `" << name << "` | ...\" in its scheme table: "
                                   << "add the scheme's hooks, options and causal rule there";
-  for (const auto& row : rows)
-    if (row.rfind("model.", 0) != 0)
+  for (const auto& row : rows) {
+    if (row.rfind("model.", 0) != 0) {
       EXPECT_TRUE(shipped_schemes().count(row)) << "docs/schemes.md has a row for `" << row
                                                 << "`, which the registry does not have (src/model/schemes/registry.cpp)";
+    }
+  }
   for (const auto& option : positional_option_registry())
     EXPECT_NE(docs.find("(option `model." + option.key + "`"), std::string::npos)
         << "docs/schemes.md has no section \"## ... (option `model." << option.key << "`; ...)\" for the option";
