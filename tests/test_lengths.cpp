@@ -97,6 +97,51 @@ TEST(LengthSets, TheSameDrawEveryTimeAndALongerRangeKeepsTheShorterSets) {
   EXPECT_TRUE(length_sets_generate(task, EvalConfig{}, data.train).empty()) << "eval.max_len = 0 is off";
 }
 
+// eval.inputs = per-seed: each seed its own draw (repeatable, never the shared one nor
+// another seed's), on inputs never trained on, as many per length as the shared sets hold;
+// where a length has fewer inputs than asked, every seed gets all of them.
+TEST(LengthSets, EachSeedDrawsItsOwnSetsOfTheSameSizes) {
+  const TaskConfig task = reference_task();
+  const CopyTask data = copy_task_generate(task);
+  const EvalConfig eval = eval_to(12, 50);
+  std::set<std::vector<int64_t>> trained;
+  for (int64_t i = 0; i < data.train.count; ++i) trained.insert(test::example_row(data.train.inputs, i, task.context));
+  const auto shared = length_sets_generate(task, eval, data.train);
+  const auto seed0 = length_sets_generate(task, eval, data.train, 0);
+  const auto seed1 = length_sets_generate(task, eval, data.train, 1);
+  EXPECT_EQ(length_sets_generate(task, eval, data.train, 1)[9].examples.inputs, seed1[9].examples.inputs)
+      << "a seed's draw repeats";
+  ASSERT_EQ(seed0.size(), shared.size());
+  for (size_t i = 0; i < shared.size(); ++i) {
+    const int64_t k = shared[i].length, T = shared[i].context, N = shared[i].examples.count;
+    for (const auto* own : {&seed0[i], &seed1[i]}) {
+      EXPECT_EQ(own->context, T);
+      EXPECT_EQ(own->examples.count, N) << "length " << k;
+      std::set<std::vector<int64_t>> distinct;
+      for (int64_t n = 0; n < N; ++n) {
+        const auto input = test::example_row(own->examples.inputs, n, T);
+        distinct.insert(input);
+        if (own->trained) {
+          EXPECT_EQ(trained.count(input), 0u) << "a trained input at length " << k;
+        }
+      }
+      EXPECT_EQ(static_cast<int64_t>(distinct.size()), N) << "duplicates at length " << k;
+    }
+    if (N == 50) {  // drawn from many: three different draws
+      EXPECT_NE(seed0[i].examples.inputs, shared[i].examples.inputs) << "length " << k;
+      EXPECT_NE(seed0[i].examples.inputs, seed1[i].examples.inputs) << "length " << k;
+    } else {  // all there are, in each draw's order
+      auto rows = [&](const LengthSet& set) {
+        std::set<std::vector<int64_t>> all;
+        for (int64_t n = 0; n < N; ++n) all.insert(test::example_row(set.examples.inputs, n, T));
+        return all;
+      };
+      EXPECT_EQ(rows(seed0[i]), rows(shared[i])) << "length " << k;
+    }
+  }
+  EXPECT_LT(shared[0].examples.count, 50) << "length 1 has fewer inputs than asked: the branch above ran";
+}
+
 // The per-length scores, counted here by hand from the logits of the same examples.
 TEST(LengthEvaluation, EqualsADirectEvaluationOfTheSameExamples) {
   const TaskConfig task = reference_task();
@@ -116,7 +161,7 @@ TEST(LengthEvaluation, EqualsADirectEvaluationOfTheSameExamples) {
   int64_t some_right = 0;
   for (size_t i = 0; i < sets.size(); ++i) {
     const int64_t k = sets[i].length, T = sets[i].context, N = sets[i].examples.count;
-    auto inputs = uploaded.inputs[i].unsqueeze(0).expand({4, N, T});  // (M, N, T)
+    auto inputs = uploaded.inputs[i].expand({4, N, T});  // (1, N, T) -> (M, N, T)
     auto predicted = model_logits(model, inputs).argmax(-1);            // (M, N, T)
     auto p = predicted.accessor<int64_t, 3>();
     for (int64_t m = 0; m < 4; ++m) {

@@ -177,6 +177,40 @@ TEST(Study, EvalReproducesTheFinalNumbersExactlyAndPredictShowsAttention) {
 namespace copytask {
 namespace {
 
+// eval.inputs = per-seed: training records each member on its own seed's inputs, eval
+// gives those numbers again, and the shared inputs give others (the sets differ).
+TEST(Study, PerSeedLengthInputsAreRecordedAndEvalReproducesThem) {
+  const fs::path out = fresh_dir("lengths-per-seed");
+  const std::string lengths = " eval.max_len=10 eval.per_length=30";
+  Outcome trained = run("compare " + std::string(kTiny) + lengths + " eval.inputs=per-seed" +
+                        " 'compare.schemes=[{\"name\": \"sin\", \"model.positional\": \"sinusoidal\"}]' --out " +
+                        out.string());
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_NE(trained.output.find("for each of 2 seeds"), std::string::npos) << trained.output;
+  const nlohmann::json results = read_json(out / "results.json");
+  EXPECT_EQ(read_json(out / "config.json")["eval"]["inputs"], "per-seed") << "the resolved config keeps the choice";
+  const fs::path json = fresh_dir("lengths-per-seed.json");
+  Outcome same = run("eval --run " + out.string() + lengths + " --json " + json.string());  // the study's own inputs
+  ASSERT_EQ(same.exit_code, 0) << same.output;
+  const nlohmann::json own = read_json(json);  // kept: a loop over a temporary's member would dangle
+  ASSERT_EQ(own["members"].size(), 2u);
+  for (const auto& member : own["members"]) {
+    const auto& recorded = results["schemes"]["sin"]["runs"][member["seed"].get<size_t>()];
+    EXPECT_EQ(member["length_generalization"], recorded["length_generalization"]) << member["member"];
+  }
+  Outcome shared = run("eval --run " + out.string() + lengths + " eval.inputs=shared --json " + json.string());
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  int differing = 0;
+  const nlohmann::json other = read_json(json);
+  ASSERT_EQ(other["members"].size(), 2u);
+  for (const auto& member : other["members"]) {
+    const auto& recorded = results["schemes"]["sin"]["runs"][member["seed"].get<size_t>()];
+    differing += member["length_generalization"] != recorded["length_generalization"] ? 1 : 0;
+  }
+  EXPECT_GT(differing, 0) << "the shared inputs are not any seed's own";
+  EXPECT_EQ(run("eval --run " + out.string() + lengths + " eval.inputs=each").exit_code, 2) << "not a choice";
+}
+
 // Length generalization in a study (every member at lengths 1..12, recorded in
 // result.json, results.json and metrics.jsonl) and from eval (the same numbers again from
 // the checkpoints, and further lengths without retraining).
@@ -237,7 +271,9 @@ TEST(Study, LengthGeneralizationIsRecordedAndEvalReproducesAndExtendsIt) {
   // At drawn starts (eval.position_start): IDs 0..T-1 have none, so the same numbers.
   Outcome drawn = run("eval --run " + out.string() + lengths + " eval.position_start=drawn --json " + json.string());
   ASSERT_EQ(drawn.exit_code, 0) << drawn.output;
-  for (const auto& member : read_json(json)["members"]) {
+  const nlohmann::json at_drawn = read_json(json);  // kept: a loop over a temporary's member would dangle
+  ASSERT_EQ(at_drawn["members"].size(), 4u);
+  for (const auto& member : at_drawn["members"]) {
     const auto& recorded = results["schemes"][member["scheme"].get<std::string>()]["runs"][member["seed"].get<size_t>()];
     EXPECT_EQ(member["length_generalization"], recorded["length_generalization"]) << member["member"];
   }

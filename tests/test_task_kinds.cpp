@@ -422,15 +422,29 @@ TEST(TaskKinds, TheErrorClassifierNamesWhatAWrongOutputCopied) {
 
 // The measurements of why at every length, for every kind, against loops over the
 // attention maps model_logits returns (the maps attention.json records).
+// Under eval.inputs = shared every member reads one set; under per-seed each member (seeds 0
+// and 1) reads its own seed's, and is counted here on that set.
 TEST(TaskKinds, TheMeasurementsOfWhyEqualADirectComputationFromTheAttentionMaps) {
+  for (const std::string inputs : {"shared", "per-seed"})
   for (const std::string kind : {"copy", "reverse", "selective"}) {
+    SCOPED_TRACE(inputs);
     const TaskConfig task = kind_task(kind, kind == "selective" ? 17 : 10);
     const CopyTask data = copy_task_generate(task);
     EvalConfig eval;
     eval.max_len = 10;
     eval.per_length = 12;
-    const auto sets = length_sets_generate(task, eval, data.train);
-    const LengthData uploaded = length_data_upload(sets, task, torch::kCPU);
+    eval.inputs = inputs;
+    const LengthData uploaded = length_data_make(task, eval, data.train, {0, 1}, task.context, torch::kCPU);
+    // Each member's sets, as the evaluation should read them.
+    const std::vector<std::vector<LengthSet>> member_sets =
+        inputs == "shared" ? std::vector<std::vector<LengthSet>>(2, length_sets_generate(task, eval, data.train))
+                           : std::vector<std::vector<LengthSet>>{length_sets_generate(task, eval, data.train, 0),
+                                                                 length_sets_generate(task, eval, data.train, 1)};
+    ASSERT_EQ(uploaded.set_seeds.size(), inputs == "shared" ? 0u : 2u);
+    if (inputs == "per-seed") {
+      ASSERT_NE(member_sets[0][9].examples.inputs, member_sets[1][9].examples.inputs) << "the seeds' sets differ";
+    }
+    const auto& sets = member_sets[0];
     std::vector<MemberSpec> members = {{"alibi", 0, "alibi", true}, {"rope", 1, "rope"}};
     EncoderShape shape = test::small_shape();
     shape.context = task.context;
@@ -445,18 +459,23 @@ TEST(TaskKinds, TheMeasurementsOfWhyEqualADirectComputationFromTheAttentionMaps)
       const int64_t k = sets[i].length, T = sets[i].context, N = sets[i].examples.count;
       if (N == 0) continue;
       std::vector<torch::Tensor> attention;  // per block (M, N, H, T, T)
-      auto inputs = uploaded.inputs[i].unsqueeze(0).expand({2, N, T});     // (M, N, T)
-      auto predicted = model_logits(model, inputs, &attention).argmax(-1);  // (M, N, T)
+      std::vector<int64_t> flat;
+      for (const auto& one : member_sets)
+        flat.insert(flat.end(), one[i].examples.inputs.begin(), one[i].examples.inputs.end());
+      auto member_inputs = torch::tensor(flat, torch::kLong).view({2, N, T});      // (M, N, T)
+      auto predicted = model_logits(model, member_inputs, &attention).argmax(-1);  // (M, N, T)
       auto p = predicted.accessor<int64_t, 3>();
       for (int64_t m = 0; m < 2; ++m) {
+        const LengthSet& set = member_sets[m][i];
+        ASSERT_EQ(set.examples.count, N) << "every seed's set of a length holds as many examples";
         const LengthScores& s = scores[m][i];
         ASSERT_EQ(static_cast<int64_t>(s.token_by_output.size()), k);
         std::vector<double> right(k, 0.0), errors(kOutputErrorKinds, 0.0);
         std::vector<std::vector<double>> on_source(shape.blocks, std::vector<double>(shape.heads, 0.0)),
             entropy = on_source;
         for (int64_t n = 0; n < N; ++n) {
-          const int64_t* input = sets[i].examples.inputs.data() + n * T;
-          const int64_t* target = sets[i].examples.targets.data() + n * T;
+          const int64_t* input = set.examples.inputs.data() + n * T;
+          const int64_t* target = set.examples.targets.data() + n * T;
           const OutputSources sources = output_sources(task, input, T);
           for (int64_t j = 0; j < k; ++j) {
             const int64_t at = sources.output_begin() + j;

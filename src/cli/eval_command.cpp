@@ -29,7 +29,7 @@ namespace {
 const std::vector<std::string>& eval_keys() {
   static const std::vector<std::string> keys = {"task.seed",     "task.examples", "task.test_fraction", "task.min_len",
                                                 "task.max_len",  "eval.max_len",  "eval.per_length",    "eval.seed",
-                                                "eval.position_start",
+                                                "eval.position_start", "eval.inputs",
                                                 "train.device",  "train.threads"};
   return keys;
 }
@@ -50,8 +50,8 @@ CLI::App* eval_command_add(CLI::App& app, EvalCommandOptions& options) {
   command.add_option("--json", options.json_file, "also write the numbers to this JSON file");
   command.add_option("overrides", options.overrides,
                      "key=value: other data (task.seed, task.examples, task.test_fraction, task.min_len, "
-                     "task.max_len), longer lengths (eval.max_len, eval.per_length, eval.seed), the start of offset and coupled IDs "
-                     "(eval.position_start) or where to run "
+                     "task.max_len), longer lengths (eval.max_len, eval.per_length, eval.seed), whose inputs they are (eval.inputs), the "
+                     "start of offset and coupled IDs (eval.position_start) or where to run "
                      "(train.device, train.threads)");
   return &command;
 }
@@ -101,29 +101,38 @@ EvalSetup eval_setup(const EvalCommandOptions& options) {
 std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::string& run_dir, bool same_data,
                                            int threads) {
   struct TaskData {
+    CopyTask task;
     TrainData data;
-    LengthData lengths;
   };
   std::map<std::string, TaskData> by_task;
+  auto task_key = [&](const StudyMember& member) {
+    return config_to_json(config_with_overrides(member.arm->config, setup.overrides, "eval"))["task"].dump();
+  };
   auto task_data = [&](const StudyMember& member) -> const TaskData& {
-    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
-    const std::string key = config_to_json(config)["task"].dump();
+    const std::string key = task_key(member);
     if (by_task.count(key)) return by_task.at(key);
-    const CopyTask task = copy_task_generate(config.task);
-    TaskData made{train_data_upload(task, setup.device),
-                  length_data_upload(length_sets_generate(config.task, config.eval, task.train), config.task, setup.device)};
-    made.lengths.rope_rescaling = config.eval.rope_rescaling;
-    made.lengths.rope_factor = config.eval.rope_factor;
-    made.lengths.position_start = evaluation_start(config.eval.position_start);
-    made.lengths.trained_context = member.arm->config.task.context;
-    log_info("eval: task {}, {} data ({} train / {} test){}", config.task.kind, same_data ? "the study's" : "other",
-                 task.train.count, task.test.count,
-                 made.lengths.empty() ? std::string()
-                                      : text_format(", lengths {}..{}, up to {} examples each, contexts {}..{}",
-                                                    made.lengths.lengths.front(), made.lengths.lengths.back(),
-                                                    config.eval.per_length, made.lengths.contexts.front(),
-                                                    made.lengths.contexts.back()));
-    return by_task.emplace(key, std::move(made)).first->second;
+    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
+    CopyTask task = copy_task_generate(config.task);
+    TrainData data = train_data_upload(task, setup.device);
+    log_info("eval: task {}, {} data ({} train / {} test)", config.task.kind, same_data ? "the study's" : "other",
+             task.train.count, task.test.count);
+    return by_task.emplace(key, TaskData{std::move(task), std::move(data)}).first->second;
+  };
+  // The length sets per task, and per seed under eval.inputs = per-seed.
+  std::map<std::string, LengthData> by_lengths;
+  auto length_data = [&](const StudyMember& member) -> const LengthData& {
+    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
+    const bool per_seed = config.eval.inputs == "per-seed";
+    const std::string key = task_key(member) + (per_seed ? " seed " + std::to_string(member.seed) : "");
+    if (by_lengths.count(key)) return by_lengths.at(key);
+    LengthData made = length_data_make(config.task, config.eval, task_data(member).task.train, {member.seed},
+                                       member.arm->config.task.context, setup.device);
+    if (!made.empty())
+      log_info("eval: lengths {}..{}, up to {} examples each{}, contexts {}..{}", made.lengths.front(),
+               made.lengths.back(), config.eval.per_length,
+               per_seed ? " (seed " + std::to_string(member.seed) + "'s)" : std::string(), made.contexts.front(),
+               made.contexts.back());
+    return by_lengths.emplace(key, std::move(made)).first->second;
   };
   std::vector<MemberScores> scores;
   log_info("eval: {} member(s) of {}, device {}, {} thread(s)", setup.members.size(), run_dir, setup.device.str(),
@@ -137,7 +146,7 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
   }
   // One member at a time: each reaches as far as its own table (a learned member's rows).
   for (auto& s : scores) {
-    const LengthData& lengths = task_data(s.member).lengths;
+    const LengthData& lengths = length_data(s.member);
     if (lengths.empty()) continue;
     Encoder model = saved_batch_load(setup.study, {s.member}, setup.device);
     s.lengths = evaluate_lengths(model, lengths).front();

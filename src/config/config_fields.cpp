@@ -284,6 +284,12 @@ std::vector<ConfigField> make_fields() {
             "the seed of those examples (each length its own stream: a longer `eval.max_len` keeps the shorter "
             "lengths' examples)",
             ints(0, kNoLimit, "must be >= 0")),
+      field("eval.inputs", &Config::eval, &EvalConfig::inputs, S::study,
+            "whose inputs the evaluated lengths are: `shared` (one set per length from `eval.seed`, every member "
+            "on it) or `per-seed` (one set per training seed, drawn from `eval.seed` and that seed: the arms of "
+            "one seed compare on the same inputs, and the spread over seeds also covers the draw of the inputs). "
+            "Also a key of `copytask eval`",
+            choice({"shared", "per-seed"}, "must be shared or per-seed")),
       field("eval.position_start", &Config::eval, &EvalConfig::position_start, S::study,
             "where offset and coupled position IDs start at the evaluated lengths: `zero` (every example at 0, "
             "a start one training example in L - T + 1 has) or `drawn` (each example's start drawn as in "

@@ -37,11 +37,13 @@ nlohmann::json study_run(const Config& base, const std::vector<StudyArm>& scheme
       // One data set per task (kind and noise may differ between schemes; the batch key
       // holds the task, so a batch has one), made when its first batch comes.
       std::map<std::string, StudyInputs> inputs_by_task;
+      std::vector<int64_t> seeds;  // every seed to train: the length sets drawn per seed, where they are
+      for (const auto& member : to_train) seeds.push_back(member.seed);
       const auto batches = study_batches(to_train);
       for (size_t b = 0; b < batches.size(); ++b) {
         const Config& config = batches[b].front().arm->config;
         const std::string task_key = config_to_json(config)["task"].dump();
-        if (!inputs_by_task.count(task_key)) inputs_by_task.emplace(task_key, study_inputs_prepare(config, options.device));
+        if (!inputs_by_task.count(task_key)) inputs_by_task.emplace(task_key, study_inputs_prepare(config, seeds, options.device));
         const BatchPosition position{b, batches.size(), config.train.steps};
         record.batch_trained(study_batch_train(batches[b], position, inputs_by_task.at(task_key), options.out_dir, options));
         // The study's files follow every batch (but the last: collected once the run is

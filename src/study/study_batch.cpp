@@ -129,25 +129,22 @@ void member_outputs_write(const std::string& dir, Encoder& model, int64_t m, con
 
 }  // namespace
 
-StudyInputs study_inputs_prepare(const Config& base, const c10::Device& device) {
+StudyInputs study_inputs_prepare(const Config& base, const std::vector<int64_t>& seeds, const c10::Device& device) {
   StudyInputs inputs;
   const CopyTask task = copy_task_generate(base.task);
   inputs.data = train_data_upload(task, device);
   log_info("task: {}{}, {} train / {} test examples, context {}, vocab {}", base.task.kind,
                base.task.kind == "selective" ? " (noise " + config_value_text(base.task.noise) + ")" : std::string(),
                task.train.count, task.test.count, task.context, task.vocab_size);
-  // Length generalization: the same examples per length for every member.
-  inputs.data.lengths = length_data_upload(length_sets_generate(base.task, base.eval, task.train), base.task, device);
-  inputs.data.lengths.rope_rescaling = base.eval.rope_rescaling;
-  inputs.data.lengths.rope_factor = base.eval.rope_factor;
-  inputs.data.lengths.position_start = evaluation_start(base.eval.position_start);
-  inputs.data.lengths.trained_context = base.task.context;
-  inputs.data.lengths.task = base.task;
+  // Length generalization: the same examples per length for every member (or every member
+  // of a seed, eval.inputs = per-seed).
+  inputs.data.lengths = length_data_make(base.task, base.eval, task.train, seeds, base.task.context, device);
   const LengthData& lengths = inputs.data.lengths;
   if (!lengths.empty())
-    log_info("length generalization: lengths {}..{} at every evaluation, up to {} examples each, contexts {}..{}",
-                 lengths.lengths.front(), lengths.lengths.back(), base.eval.per_length, lengths.contexts.front(),
-                 lengths.contexts.back());
+    log_info("length generalization: lengths {}..{} at every evaluation, up to {} examples each{}, contexts {}..{}",
+                 lengths.lengths.front(), lengths.lengths.back(), base.eval.per_length,
+                 lengths.set_seeds.empty() ? "" : text_format(" for each of {} seeds", lengths.set_seeds.size()),
+                 lengths.contexts.front(), lengths.contexts.back());
   inputs.context = base.task.context;
   inputs.probe_inputs = nlohmann::json::array();
   inputs.probe_targets = nlohmann::json::array();

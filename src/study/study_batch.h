@@ -24,8 +24,9 @@ struct StudyInputs {
   int64_t context = 0;            // T
 };
 // Generates the task of `config` (its task.*, eval.* and report.probes) and the length
-// sets and uploads them; logs what they hold.
-StudyInputs study_inputs_prepare(const Config& config, const c10::Device& device);
+// sets (under eval.inputs = per-seed, one per seed of `seeds`: the seeds of the members
+// these inputs serve) and uploads them; logs what they hold.
+StudyInputs study_inputs_prepare(const Config& config, const std::vector<int64_t>& seeds, const c10::Device& device);
 
 // Trains one batch (members that share a config but their scheme and seed) and writes
 // each member's folder (study/member_files.h), result.json last. Returns the batch's

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "util/splitmix.h"
 #include "util/uniform.h"
 
 namespace copytask {
@@ -51,7 +52,8 @@ int64_t length_context(const TaskConfig& task, int64_t length) {
   return std::max(task.context, whole_example_context(task, length));
 }
 
-std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train) {
+std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
+                                            std::optional<int64_t> member_seed) {
   std::vector<LengthSet> sets;
   if (eval.max_len <= 0) return sets;
   const int64_t vocab = content_vocab(task);
@@ -63,8 +65,11 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
     set.context = length_context(task, k);
     set.trained = k <= task.max_len;
     // Its own stream per length: a longer eval.max_len leaves the shorter lengths' examples as they were.
-    std::mt19937_64 engine((static_cast<uint64_t>(eval.seed) * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull) ^
-                           (static_cast<uint64_t>(k) * 0xD1B54A32D192ED03ull));
+    // A member seed's sets mix that seed in: a stream of its own, the shared one untouched.
+    const uint64_t seed_key = member_seed ? splitmix64_mix(static_cast<uint64_t>(*member_seed) + kSplitMixGamma) : 0;
+    std::mt19937_64 engine(((static_cast<uint64_t>(eval.seed) * 0x9E3779B97F4A7C15ull + 0x5DEECE66Dull) ^
+                            (static_cast<uint64_t>(k) * 0xD1B54A32D192ED03ull)) ^
+                           seed_key);
     const std::unordered_set<std::string>& excluded = set.trained ? trained[k] : none;
     const int64_t capacity = inputs_of_length(task, k);
     const int64_t available = capacity - static_cast<int64_t>(excluded.size());

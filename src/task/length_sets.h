@@ -5,6 +5,7 @@
 // training context (its inputs look like the test split's), and a longer one is copied
 // whole, with no cut. Pure C++ (no tensors), like copy_task.h.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "task/task_config.h"
@@ -28,6 +29,11 @@ int64_t length_context(const TaskConfig& task, int64_t length);
 // eval.per_length distinct inputs, uniform over the inputs of that length that are not in
 // the training split (a trained length is tested on inputs never trained on); all of them,
 // in a shuffled order, where fewer exist. Empty when eval.max_len is 0.
-std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train);
+// member_seed: none = the sets every member shares (eval.inputs = shared); a seed = that
+// seed's own sets (eval.inputs = per-seed), each length's stream keyed by eval.seed and it.
+// Where a length has fewer inputs than eval.per_length, every seed gets all of them (in
+// its own order), so each length's count is the same for every seed.
+std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
+                                            std::optional<int64_t> member_seed = std::nullopt);
 
 }  // namespace copytask

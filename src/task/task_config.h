@@ -53,6 +53,11 @@ struct EvalConfig {
   int64_t max_len = 0;       // the longest content length evaluated; 0 = off, else >= task.max_len
   int64_t per_length = 200;  // examples per length (all the inputs there are, where fewer exist)
   int64_t seed = 1;          // the evaluation examples' seed, the same for every member
+  // Whose inputs the lengths are: "shared" (one set per length from eval.seed, every member
+  // on it) or "per-seed" (one set per training seed, from eval.seed and that seed: the arms
+  // of one seed still compare on the same inputs, and the spread over seeds also covers
+  // the draw of the inputs).
+  std::string inputs = "shared";
   // Where offset and coupled position IDs start at the evaluated lengths: "zero" (every
   // example at 0), or "drawn" (each example's start drawn as in training, uniform in 0..L-T).
   std::string position_start = "zero";

@@ -1,7 +1,9 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include <torch/torch.h>
 
@@ -104,32 +106,80 @@ std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inp
   return scores;
 }
 
-LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConfig& task, const torch::Device& device) {
+LengthData length_data_upload(const std::vector<std::vector<LengthSet>>& by_set, const std::vector<int64_t>& set_seeds,
+                              const TaskConfig& task, const torch::Device& device) {
   LengthData data;
   data.task = task;
-  for (const auto& set : sets) {
-    const int64_t N = set.examples.count, T = set.context, k = set.length;
+  data.set_seeds = set_seeds;
+  const size_t S = by_set.size();
+  if (S == 0) return data;
+  for (size_t i = 0; i < by_set.front().size(); ++i) {
+    const LengthSet& first = by_set.front()[i];
+    const int64_t N = first.examples.count, T = first.context, k = first.length;
     data.lengths.push_back(k);
     data.contexts.push_back(T);
-    data.trained.push_back(set.trained);
-    data.inputs.push_back(torch::tensor(set.examples.inputs, torch::kLong).view({N, T}).to(device));    // (N, T)
-    data.targets.push_back(torch::tensor(set.examples.targets, torch::kLong).view({N, T}).to(device));  // (N, T)
-    std::vector<int64_t> output_at, source_at;
-    std::vector<OutputSources> all_sources;
-    for (int64_t n = 0; n < N; ++n) {
-      const OutputSources& sources =
-          all_sources.emplace_back(output_sources(task, set.examples.inputs.data() + n * T, T));
-      for (int64_t j = 0; j < k; ++j) {
-        output_at.push_back(sources.output_begin() + j);
-        source_at.push_back(sources.sources[j]);
+    data.trained.push_back(first.trained);
+    std::vector<int64_t> inputs, targets, output_at, source_at;
+    auto& host_inputs = data.host_inputs.emplace_back();
+    auto& host_sources = data.host_sources.emplace_back();
+    for (const auto& sets : by_set) {
+      const LengthSet& set = sets[i];
+      if (set.length != k || set.context != T || set.examples.count != N)
+        throw std::logic_error("length_data_upload: the sets of length " + std::to_string(k) + " differ in shape");
+      inputs.insert(inputs.end(), set.examples.inputs.begin(), set.examples.inputs.end());
+      targets.insert(targets.end(), set.examples.targets.begin(), set.examples.targets.end());
+      std::vector<OutputSources> all_sources;
+      for (int64_t n = 0; n < N; ++n) {
+        const OutputSources& sources =
+            all_sources.emplace_back(output_sources(task, set.examples.inputs.data() + n * T, T));
+        for (int64_t j = 0; j < k; ++j) {
+          output_at.push_back(sources.output_begin() + j);
+          source_at.push_back(sources.sources[j]);
+        }
       }
+      host_inputs.push_back(set.examples.inputs);
+      host_sources.push_back(std::move(all_sources));
     }
-    data.output_at.push_back(torch::tensor(output_at, torch::kLong).view({N, k}).to(device));  // (N, k)
-    data.source_at.push_back(torch::tensor(source_at, torch::kLong).view({N, k}).to(device));  // (N, k)
-    data.host_inputs.push_back(set.examples.inputs);
-    data.host_sources.push_back(std::move(all_sources));
+    const int64_t sets = static_cast<int64_t>(S);
+    data.inputs.push_back(torch::tensor(inputs, torch::kLong).view({sets, N, T}).to(device));       // (S, N, T)
+    data.targets.push_back(torch::tensor(targets, torch::kLong).view({sets, N, T}).to(device));     // (S, N, T)
+    data.output_at.push_back(torch::tensor(output_at, torch::kLong).view({sets, N, k}).to(device));  // (S, N, k)
+    data.source_at.push_back(torch::tensor(source_at, torch::kLong).view({sets, N, k}).to(device));  // (S, N, k)
   }
   return data;
+}
+
+LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConfig& task, const torch::Device& device) {
+  return length_data_upload(std::vector<std::vector<LengthSet>>{sets}, {}, task, device);
+}
+
+LengthData length_data_make(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
+                            const std::vector<int64_t>& seeds, int64_t trained_context, const torch::Device& device) {
+  std::vector<std::vector<LengthSet>> by_set;
+  std::vector<int64_t> set_seeds;
+  if (eval.inputs == "per-seed") {
+    for (const int64_t seed : seeds)
+      if (std::find(set_seeds.begin(), set_seeds.end(), seed) == set_seeds.end()) {
+        set_seeds.push_back(seed);
+        by_set.push_back(length_sets_generate(task, eval, train, seed));
+      }
+  } else {
+    by_set.push_back(length_sets_generate(task, eval, train));
+  }
+  LengthData data = length_data_upload(by_set, set_seeds, task, device);
+  data.rope_rescaling = eval.rope_rescaling;
+  data.rope_factor = eval.rope_factor;
+  data.position_start = evaluation_start(eval.position_start);
+  data.trained_context = trained_context;
+  return data;
+}
+
+int64_t LengthData::set_of(int64_t seed) const {
+  if (set_seeds.empty()) return 0;
+  const auto at = std::find(set_seeds.begin(), set_seeds.end(), seed);
+  if (at == set_seeds.end())
+    throw std::logic_error("the length sets hold no inputs drawn for seed " + std::to_string(seed));
+  return at - set_seeds.begin();
 }
 
 namespace {
@@ -141,48 +191,58 @@ struct LengthSums {
   std::vector<std::vector<double>> errors;                           // [member][kind] counts
 };
 
-// Adds one chunk of n examples (rows `start`..) of length index i to sums.
-void length_chunk_add(Encoder& model, const LengthData& data, size_t i, int64_t start, int64_t n, LengthSums& sums) {
+// Adds one chunk of n examples (rows `start`..) of length index i to sums; member m reads
+// set set_of[m].
+void length_chunk_add(Encoder& model, const LengthData& data, size_t i, const torch::Tensor& set_of, int64_t start,
+                      int64_t n, LengthSums& sums) {
   const int64_t M = model->member_count(), T = data.contexts[i], k = data.lengths[i];
-  auto x = data.inputs[i].narrow(0, start, n).unsqueeze(0).expand({M, n, T});  // (M, n, T)
-  const auto output_at = data.output_at[i].narrow(0, start, n);                // (n, k)
-  const auto source_at = data.source_at[i].narrow(0, start, n);                // (n, k)
-  std::vector<torch::Tensor> attention;                                         // per block (M, n, H, T, T)
-  auto predicted = model_logits(model, x, &attention, start).argmax(-1).gather(2, output_at.unsqueeze(0).expand({M, n, k}));  // (M, n, k)
-  auto wanted = data.targets[i].narrow(0, start, n).gather(1, output_at).unsqueeze(0);  // (1, n, k)
-  auto correct = predicted.eq(wanted);                                                    // (M, n, k)
+  // Each member's rows of its set: (S, N, .) -> (M, n, .); one shared set as a view with
+  // stride 0 over the members, which the position IDs read once.
+  auto of_members = [&](const torch::Tensor& sets) {
+    auto rows = sets.narrow(1, start, n);  // (S, n, .)
+    return rows.size(0) == 1 ? rows.expand({M, n, rows.size(2)}) : rows.index_select(0, set_of);
+  };
+  auto x = of_members(data.inputs[i]);                    // (M, n, T)
+  const auto output_at = of_members(data.output_at[i]);   // (M, n, k)
+  const auto source_at = of_members(data.source_at[i]);   // (M, n, k)
+  std::vector<torch::Tensor> attention;                   // per block (M, n, H, T, T)
+  auto predicted = model_logits(model, x, &attention, start).argmax(-1).gather(2, output_at);  // (M, n, k)
+  auto wanted = of_members(data.targets[i]).gather(2, output_at);                               // (M, n, k)
+  auto correct = predicted.eq(wanted);                                                              // (M, n, k)
   sums.token += correct.sum({1, 2}).to(torch::kFloat64);
   sums.exact += correct.all(-1).sum(1).to(torch::kFloat64);
   sums.by_output += correct.sum(1).to(torch::kFloat64);
-  // Each output row's weights (row output_at, column source_at), as flat indices into
-  // (n, T, T) and (n, T).
-  const auto example = torch::arange(n, output_at.options()).unsqueeze(1);  // (n, 1)
-  const auto cell = ((example * T + output_at) * T + source_at).view({-1});  // (n k)
-  const auto row = (example * T + output_at).view({-1});                     // (n k)
+  // Each output row's weights (row output_at, column source_at), as flat indices into each
+  // member's (n, T, T) and (n, T).
+  const auto example = torch::arange(n, output_at.options()).view({1, n, 1});  // (1, n, 1)
+  const auto cell = ((example * T + output_at) * T + source_at).view({M, 1, n * k});  // (M, 1, n k)
+  const auto row = (example * T + output_at).view({M, 1, n * k, 1});               // (M, 1, n k, 1)
   std::vector<torch::Tensor> on_source, entropy;
   for (const auto& weights : attention) {
     const int64_t H = weights.size(2);
-    auto by_head = weights.transpose(1, 2);                                               // (M, H, n, T, T)
-    on_source.push_back(by_head.reshape({M, H, n * T * T}).index_select(2, cell).sum(2));  // (M, H)
-    auto rows = by_head.reshape({M, H, n * T, T}).index_select(2, row);                   // (M, H, n k, T)
-    entropy.push_back(-torch::xlogy(rows, rows).sum({2, 3}));                             // (M, H)
+    auto by_head = weights.transpose(1, 2);                                                        // (M, H, n, T, T)
+    on_source.push_back(by_head.reshape({M, H, n * T * T}).gather(2, cell.expand({M, H, n * k})).sum(2));  // (M, H)
+    auto rows = by_head.reshape({M, H, n * T, T}).gather(2, row.expand({M, H, n * k, T}));         // (M, H, n k, T)
+    entropy.push_back(-torch::xlogy(rows, rows).sum({2, 3}));                                      // (M, H)
   }
   sums.source_attention += torch::stack(on_source, 1).to(torch::kFloat64);  // (M, B, H)
   sums.entropy += torch::stack(entropy, 1).to(torch::kFloat64);             // (M, B, H)
   // The wrong outputs by kind, on the host.
   const auto host_predicted = predicted.cpu().contiguous();  // (M, n, k)
   const auto host_correct = correct.cpu().contiguous();      // (M, n, k)
+  const auto host_set_of = set_of.cpu().contiguous();        // (M)
   const int64_t* p = host_predicted.data_ptr<int64_t>();
   const bool* ok = host_correct.data_ptr<bool>();
-  for (int64_t e = 0; e < n; ++e) {
-    const int64_t* input = data.host_inputs[i].data() + (start + e) * T;
-    const OutputSources& sources = data.host_sources[i][start + e];
-    for (int64_t m = 0; m < M; ++m)
+  const int64_t* set = host_set_of.data_ptr<int64_t>();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t e = 0; e < n; ++e) {
+      const int64_t* input = data.host_inputs[i][set[m]].data() + (start + e) * T;
+      const OutputSources& sources = data.host_sources[i][set[m]][start + e];
       for (int64_t j = 0; j < k; ++j) {
         const int64_t at = (m * n + e) * k + j;
         if (!ok[at]) sums.errors[m][static_cast<int>(output_error(data.task, input, sources, j, p[at]))] += 1;
       }
-  }
+    }
 }
 
 // The lengths' start of offset and coupled IDs, set for a scope and put back after it.
@@ -206,9 +266,11 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
   model->eval();
   const int64_t M = model->member_count(), B = model->shape().blocks, H = model->shape().heads;
   const EvaluationStartScope start(model, data.position_start);
+  std::vector<int64_t> member_sets;
+  for (const auto& member : model->members()) member_sets.push_back(data.set_of(member.seed));
   std::vector<std::vector<LengthScores>> scores(M);
   for (size_t i = 0; i < data.lengths.size(); ++i) {
-    const int64_t k = data.lengths[i], T = data.contexts[i], N = data.inputs[i].size(0);
+    const int64_t k = data.lengths[i], T = data.contexts[i], N = data.inputs[i].size(1);
     LengthScores base;
     base.length = k;
     base.context = T;
@@ -229,8 +291,9 @@ std::vector<std::vector<LengthScores>> evaluate_lengths(Encoder& model, const Le
     // Long contexts in smaller chunks: the attention weights (M, n, H, T, T) of all blocks stay near 2^25 floats.
     const int64_t attention_per_example = M * B * H * T * T;
     const int64_t length_chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, (int64_t{1} << 25) / attention_per_example));
+    const auto set_of = torch::tensor(member_sets, torch::kLong).to(data.inputs[i].device());  // (M)
     for (int64_t start = 0; start < N; start += length_chunk)
-      length_chunk_add(model, data, i, start, std::min(length_chunk, N - start), sums);
+      length_chunk_add(model, data, i, set_of, start, std::min(length_chunk, N - start), sums);
     const double outputs = static_cast<double>(N * k);
     auto totals = torch::cat({sums.exact.unsqueeze(1), sums.token.unsqueeze(1), sums.by_output / static_cast<double>(N),
                               sums.source_attention.view({M, B * H}) / outputs, sums.entropy.view({M, B * H}) / outputs},
@@ -270,6 +333,7 @@ LengthData LengthData::only(size_t i) const {
   one.source_at = {source_at[i]};
   one.host_inputs = {host_inputs[i]};
   one.host_sources = {host_sources[i]};
+  one.set_seeds = set_seeds;
   one.task = task;
   one.trained_context = trained_context;
   one.position_start = position_start;

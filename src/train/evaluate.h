@@ -32,17 +32,20 @@ torch::Tensor model_logits(Encoder& model, const torch::Tensor& inputs, std::vec
 std::vector<SplitScores> evaluate_split(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
                                         int64_t noise_token = -1, int64_t chunk = 1024);
 
-// The length-generalization sets on a device: one (N_k, T_k) pair of tensors per length.
+// The length-generalization sets on a device. Per length, S input sets of N_k examples
+// each: S = 1 under eval.inputs = shared (every member reads set 0), else one per seed of
+// set_seeds (a member reads its seed's set).
 struct LengthData {
   std::vector<int64_t> lengths, contexts;
   std::vector<bool> trained;  // a length the training split holds
-  std::vector<torch::Tensor> inputs, targets;
+  std::vector<torch::Tensor> inputs, targets;  // per length (S, N_k, T_k) int64 on the device
   // Per length, what each output copies (task/task_kind.h): the output's position and its
-  // source's, (N_k, k) int64 on the device; and on the host, for the error kinds, the inputs
-  // (N_k x T_k) and each example's sources. The task says what the tokens are.
+  // source's, (S, N_k, k) int64 on the device; and on the host, for the error kinds, each
+  // set's inputs (N_k x T_k) and its examples' sources. The task says what the tokens are.
   std::vector<torch::Tensor> output_at, source_at;
-  std::vector<std::vector<int64_t>> host_inputs;
-  std::vector<std::vector<OutputSources>> host_sources;
+  std::vector<std::vector<std::vector<int64_t>>> host_inputs;         // [length][set]
+  std::vector<std::vector<std::vector<OutputSources>>> host_sources;  // [length][set][example]
+  std::vector<int64_t> set_seeds;  // the seed of each set under per-seed; empty = one shared set
   TaskConfig task;
   // RoPE's rescalings evaluated beside the plain numbers at the end (eval.rope_rescaling,
   // eval.rope_factor; 0 = per length), and the context the members trained at.
@@ -52,10 +55,22 @@ struct LengthData {
   // Where offset and coupled IDs start at these lengths (eval.position_start).
   EvaluationStart position_start = EvaluationStart::zero;
   bool empty() const { return lengths.empty(); }
+  // The set a member of this seed reads; throws std::logic_error where none was drawn for it.
+  int64_t set_of(int64_t seed) const;
   // The sets of length index i alone.
   LengthData only(size_t i) const;
 };
+// The sets (one shared set, or one set per seed of set_seeds: by_set[s] drawn for set_seeds[s])
+// on a device; the evaluation settings are the caller's to set.
+LengthData length_data_upload(const std::vector<std::vector<LengthSet>>& by_set, const std::vector<int64_t>& set_seeds,
+                              const TaskConfig& task, const torch::Device& device);
+// One shared set.
 LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConfig& task, const torch::Device& device);
+// What eval asks for (eval.inputs: one shared set, or one per seed of `seeds`), with its
+// settings (eval.rope_rescaling, eval.rope_factor, eval.position_start); the members trained
+// at context trained_context.
+LengthData length_data_make(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
+                            const std::vector<int64_t>& seeds, int64_t trained_context, const torch::Device& device);
 
 // [member][length]: each member's scores (report/scores.h) at every length of data, in
 // eval mode, over the k outputs only (task/task_kind.h; k + 1 .. 2k for copy and reverse):

@@ -59,7 +59,9 @@ MemoryEstimate memory_estimate(const Config& c, int64_t members, const c10::Devi
   // attention (at most 2^25 floats, train/evaluate.cpp) and logits; its sets' tokens.
   if (c.eval.max_len > 0) {
     const double Te = std::max(T, 2.0 * static_cast<double>(c.eval.max_len) + 1);
-    const double examples = static_cast<double>(c.eval.per_length) * static_cast<double>(c.eval.max_len);
+    // One set per length, or one per seed (eval.inputs = per-seed).
+    const double sets = c.eval.inputs == "per-seed" ? static_cast<double>(std::max<size_t>(1, c.train.seeds.size())) : 1.0;
+    const double examples = sets * static_cast<double>(c.eval.per_length) * static_cast<double>(c.eval.max_len);
     training += 4 * M * (Te * D + H * Te * Te) * 2 + 4 * 6 * double(1 << 25) + 6 * 4 * M * 512 * Te * V;
     e.data_bytes += examples * 48 * Te;
   }
