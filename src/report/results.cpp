@@ -109,7 +109,7 @@ namespace {
 // Per-length summaries over the runs' length_generalization_json entries.
 nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& entries) {
   std::map<int64_t, std::pair<std::vector<double>, std::vector<double>>> by_length;  // k -> (exact, token)
-  std::map<int64_t, int64_t> inputs;  // k -> the inputs each run was evaluated on (the same for every run)
+  std::map<int64_t, int64_t> inputs;  // k -> the fewest inputs a run was evaluated on
   std::map<int64_t, std::map<std::string, std::vector<const nlohmann::json*>>> why;   // k -> key -> per run
   for (const nlohmann::json* entry : entries)
     for (const auto& item : entry->at("by_length").items()) {
@@ -125,8 +125,9 @@ nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& en
     }
   nlohmann::json lengths = nlohmann::json::object();
   for (const auto& [k, values] : by_length) {
-    // Every seed is evaluated on the same inputs of each length: they are the trials behind
-    // the mean once, not once per seed.
+    // The trials behind the mean: one seed's inputs of each length. Under eval.inputs = shared
+    // every seed reads those, so they count once, not once per seed; under per-seed each seed
+    // has its own, so the count is the smaller one, and the interval on the wide side.
     nlohmann::json one = {{"exact", summary_json(summarize_share(values.first, inputs[k]))},
                           {"token", summary_json(summarize_share(values.second, inputs[k]))}};
     // The measurements of why: the mean over the runs that have them (every run, unless
