@@ -25,12 +25,12 @@ using nlohmann::json;
 RunRecord a_run(int64_t seed) {
   RunRecord run;
   run.seed = seed;
-  run.test_exact = 0.1 + 0.2;  // not a short decimal: the CSV must keep every bit
-  run.test_token = 0.75;
-  run.train_exact = 0.5;
-  run.train_token = 0.875;
-  run.final_loss = 1.0 / 3.0;
-  run.test_loss = 0.25;
+  run.whole_split = {{"test_exact", 0.1 + 0.2},  // not a short decimal: the CSV must keep every bit
+                     {"test_token", 0.75},
+                     {"train_exact", 0.5},
+                     {"train_token", 0.875},
+                     {"final_loss", 1.0 / 3.0},
+                     {"test_loss", 0.25}};
   run.steps = 40;
   run.seconds = 1.5;
   run.batch_members = 3;
@@ -93,8 +93,8 @@ TEST(Records, EachRecordReadsBackWhatItWrote) {
   line.scheme = "rope";
   line.seed = 1;
   line.seconds = 0.5;
-  line.train_loss = 2.5;
-  line.test_exact = 0.1 + 0.2;
+  line.whole_split = {{"train_loss", 2.5},  {"train_exact", 0.5}, {"train_token", 0.875},
+                      {"test_loss", 0.25},  {"test_exact", 0.1 + 0.2}, {"test_token", 0.75}};
   line.test_exact_by_length = {-1, 0.5};
   line.length_generalization[12] = {0.25, 0.5, {{0.9, 0.1}}, {{1.5, 2.0}}};
   expect_round_trip(line);

@@ -14,7 +14,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "records/results_csv.h"
+#include "records/split_metrics.h"
 #include "report/html_report.h"
+#include "report/results.h"
 #include "report/report_charts.h"
 #include "report/svg.h"
 
@@ -608,6 +611,70 @@ TEST(ReportSvg, EscapeFormatAndTicks) {
   EXPECT_EQ(html::hex(html::viridis(1)), "#fde725");
   EXPECT_EQ(html::hex(html::diverging(0)), "#f7f7f7");
   EXPECT_NE(html::scheme_colour(0), html::scheme_colour(1));
+}
+
+
+// A whole-split metric added to the list (records/split_metrics.h) in the test binary, as a
+// contributor adds one: the evaluation's scores give it, and it reaches result.json and
+// results.json's runs, results.json's summaries, results.csv, metrics.jsonl, eval's identical
+// check and the report's tables, with nothing else written for it; a file from before it still
+// reads, and outside its scope the list is as it was.
+TEST(SplitMetrics, AMetricAddedToTheListReachesEveryFileAndTheReport) {
+  const size_t before = split_metrics().size();
+  {
+    const SplitMetricScope scope({"test_error", "", "test", "test error", SplitSummary::share, false,
+                                  [](const SplitScores& s) { return 1.0 - s.exact; }});
+    ASSERT_EQ(split_metrics().size(), before + 1);
+    const SplitScores train{0.125, 1.0, 1.0, {}, 36}, test{0.5, 0.75, 0.875, {}, 4}, other{0.5, 0.5, 0.75, {}, 4};
+    const RunRecord a = run_record_of(0, train, test), b = run_record_of(1, train, other);
+    // result.json and results.json's runs.
+    const json written = a;
+    EXPECT_EQ(written.at("test_error"), 0.25);
+    EXPECT_EQ(json(written.get<RunRecord>()), written);
+    // results.json's summaries over the seeds.
+    json scheme = scheme_results_json({a, b});
+    EXPECT_EQ(scheme.at("test_error").at("n"), 2);
+    EXPECT_DOUBLE_EQ(scheme.at("test_error").at("mean").get<double>(), 0.375);
+    // results.csv: a row per run, after the metrics before it in the list.
+    scheme["positional"] = "rope";
+    scheme["causal"] = false;
+    scheme["overrides"] = json::object();
+    json results_file = {{"schemes", {{"rope", scheme}}}, {"scheme_order", {"rope"}}};
+    const StudyResults results = results_file.get<StudyResults>();
+    const std::vector<TidyRow> rows = results_tidy_rows(results);
+    std::vector<std::string> metrics_of_seed_0;
+    for (const auto& row : rows)
+      if (row.seed == 0 && row.length < 0) metrics_of_seed_0.push_back(row.metric);
+    ASSERT_FALSE(metrics_of_seed_0.empty());
+    EXPECT_EQ(metrics_of_seed_0.back(), "test_error");
+    EXPECT_NE(results_csv(rows).find("rope,rope,false,1,,,test_error,0.5"), std::string::npos) << results_csv(rows);
+    // metrics.jsonl.
+    MetricsLine line;
+    line.scheme = "rope";
+    line.whole_split = split_metric_values(test, train, /*line_names=*/true);
+    const json line_json = line;
+    EXPECT_EQ(line_json.at("test_error"), 0.25);
+    EXPECT_EQ(line_json.get<MetricsLine>().metric("test_error"), 0.25);
+    // eval's identical check reads it too.
+    RunRecord moved = a;
+    moved.whole_split["test_error"] = 0.3;
+    EXPECT_TRUE(same_whole_split_numbers(a, a));
+    EXPECT_FALSE(same_whole_split_numbers(a, moved));
+    // A file from before the metric reads, without it, and nothing invents it.
+    json older = written;
+    older.erase("test_error");
+    EXPECT_EQ(older.get<RunRecord>().whole_split.count("test_error"), 0u);
+    EXPECT_EQ(json(older.get<RunRecord>()), older);
+    // The report's run table and summary table get its column.
+    ReportInputs in = fixture();
+    in.results->schemes.at("rope").runs = results.schemes.at("rope").runs;
+    in.results->schemes.at("rope").summaries = results.schemes.at("rope").summaries;
+    const std::string page = report_html(in);
+    EXPECT_EQ(count(page, "<th>test error</th>"), 2u) << "the runs' table and the summary's";
+    EXPECT_NE(page.find("0.2500"), std::string::npos);
+  }
+  EXPECT_EQ(split_metrics().size(), before) << "the scope removed it";
+  EXPECT_EQ(json(RunRecord()).count("test_error"), 0u);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "compat/torch_compat.h"
 #include "util/atomic_files.h"
+#include "records/split_metrics.h"
 #include "report/results.h"
 #include "study/member_files.h"
 #include "study/saved_study.h"
@@ -161,12 +162,10 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
 std::string training_check(const SavedStudy& study, const MemberScores& s) {
   const RunRecord recorded = member_result_read(study.dir, s.member.arm->name, s.member.seed).get<RunRecord>();
   const RunRecord now = run_record_of(s.member.seed, s.train, s.test);
-  const bool same = recorded.test_exact == now.test_exact && recorded.train_exact == now.train_exact &&
-                    recorded.test_token == now.test_token && recorded.train_token == now.train_token &&
-                    recorded.final_loss == now.final_loss && recorded.test_loss == now.test_loss &&
-                    by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
-  return same ? "identical"
-              : text_format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.test_exact, recorded.final_loss);
+  return same_whole_split_numbers(recorded, now)
+             ? "identical"
+             : text_format("differs (training: test exact {:.4f}, loss {:.6g})", recorded.metric("test_exact"),
+                           recorded.metric("final_loss"));
 }
 
 // Prints the members, the scheme table (and the length table) and returns --json's content.
@@ -191,9 +190,9 @@ nlohmann::json eval_report(const EvalSetup& setup, const std::vector<MemberScore
     record.length_generalization_rescaled = s.rescaled;
     by_scheme[s.member.arm->name].push_back(record);
     nlohmann::json entry = {{"member", s.member.name()}, {"scheme", s.member.arm->name}, {"seed", s.member.seed},
-                            {"test_exact", s.test.exact}, {"test_token", s.test.token}, {"test_loss", s.test.loss},
-                            {"train_exact", s.train.exact}, {"train_token", s.train.token}, {"train_loss", s.train.loss},
                             {"test_exact_by_length", by_length_json(s.test.exact_by_length)}};
+    // The whole-split metrics under their metrics.jsonl names (records/split_metrics.h).
+    for (const auto& [name, value] : split_metric_values(s.test, s.train, /*line_names=*/true)) entry[name] = value;
     if (same_data) entry["identical_to_training"] = check == "identical";
     if (!s.lengths.empty()) entry["length_generalization"] = record.length_generalization;
     if (!s.rescaled.is_null()) entry["length_generalization_rescaled"] = s.rescaled;

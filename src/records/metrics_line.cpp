@@ -2,6 +2,10 @@
 
 #include "records/run_record.h"
 
+#include <limits>
+
+#include "records/split_metrics.h"
+
 namespace copytask {
 
 void to_json(nlohmann::json& json, const MetricsLine& line) {
@@ -9,13 +13,8 @@ void to_json(nlohmann::json& json, const MetricsLine& line) {
           {"scheme", line.scheme},
           {"seed", line.seed},
           {"seconds", line.seconds},
-          {"train_loss", line.train_loss},
-          {"train_exact", line.train_exact},
-          {"train_token", line.train_token},
-          {"test_loss", line.test_loss},
-          {"test_exact", line.test_exact},
-          {"test_token", line.test_token},
           {"test_exact_by_length", by_length_json(line.test_exact_by_length)}};
+  for (const auto& [name, value] : line.whole_split) json[name] = value;
   if (line.length_generalization.empty()) return;
   nlohmann::json lengths = nlohmann::json::object();
   for (const auto& [k, metric] : line.length_generalization) {
@@ -32,12 +31,11 @@ void from_json(const nlohmann::json& json, MetricsLine& line) {
   line.scheme = json.at("scheme").get<std::string>();
   line.seed = json.at("seed").get<int64_t>();
   line.seconds = json.at("seconds").get<double>();
-  line.train_loss = json.at("train_loss").get<double>();
-  line.train_exact = json.at("train_exact").get<double>();
-  line.train_token = json.at("train_token").get<double>();
-  line.test_loss = json.at("test_loss").get<double>();
-  line.test_exact = json.at("test_exact").get<double>();
-  line.test_token = json.at("test_token").get<double>();
+  line.whole_split.clear();
+  for (const auto& metric : split_metrics()) {
+    const std::string& key = metric.line_key();
+    if (metric.required || json.contains(key)) line.whole_split[key] = json.at(key).get<double>();
+  }
   line.test_exact_by_length = by_length_from_json(json.at("test_exact_by_length"));
   line.length_generalization.clear();
   if (const auto lengths = json.find("length_generalization"); lengths != json.end())
@@ -49,6 +47,11 @@ void from_json(const nlohmann::json& json, MetricsLine& line) {
       metric.entropy = item.value().value("entropy", std::vector<std::vector<double>>());
       line.length_generalization[std::stoll(item.key())] = metric;
     }
+}
+
+double MetricsLine::metric(const std::string& line_name) const {
+  const auto found = whole_split.find(line_name);
+  return found == whole_split.end() ? std::numeric_limits<double>::quiet_NaN() : found->second;
 }
 
 }  // namespace copytask

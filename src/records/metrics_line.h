@@ -22,10 +22,14 @@ struct MetricsLine {
   std::string scheme;  // the arm's name (the file contract calls an arm a scheme)
   int64_t seed = 0;
   double seconds = 0;  // since the batch's training started
-  double train_loss = 0, train_exact = 0, train_token = 0;
-  double test_loss = 0, test_exact = 0, test_token = 0;
+  // The whole-split metrics at that evaluation by their metrics.jsonl names
+  // (records/split_metrics.h: train_loss, train_exact, ..., test_token, and any added since).
+  std::map<std::string, double> whole_split;
   std::vector<double> test_exact_by_length;  // index k; -1 where the test split has no example of length k
   std::map<int64_t, LengthMetric> length_generalization;  // k -> numbers; empty when not evaluated
+
+  // A whole-split metric by its metrics.jsonl name; NaN where the line has none of it.
+  double metric(const std::string& line_name) const;
 };
 
 void to_json(nlohmann::json& json, const MetricsLine& line);

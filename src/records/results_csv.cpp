@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include "records/split_metrics.h"
+
 namespace copytask {
 namespace {
 
@@ -47,13 +49,11 @@ std::vector<TidyRow> results_tidy_rows(const StudyResults& results) {
       base.causal = scheme.causal;
       base.seed = run.seed;
       base.task = scheme.task;
-      const std::pair<const char*, double> whole_split[] = {
-          {"test_exact", run.test_exact},   {"test_token", run.test_token}, {"train_exact", run.train_exact},
-          {"train_token", run.train_token}, {"final_loss", run.final_loss}, {"test_loss", run.test_loss}};
-      for (const auto& [metric, value] : whole_split) {
+      for (const auto& metric : split_metrics()) {  // in the list's order; those the record has
+        if (!run.whole_split.count(metric.name)) continue;
         TidyRow row = base;
-        row.metric = metric;
-        row.value = value;
+        row.metric = metric.name;
+        row.value = run.whole_split.at(metric.name);
         rows.push_back(row);
       }
       for (size_t k = 0; k < run.test_exact_by_length.size(); ++k) {

@@ -1,6 +1,9 @@
 #include "records/run_record.h"
 
+#include <limits>
 #include <string>
+
+#include "records/split_metrics.h"
 
 namespace copytask {
 
@@ -23,16 +26,11 @@ std::vector<double> by_length_from_json(const nlohmann::json& json) {
 
 void to_json(nlohmann::json& json, const RunRecord& run) {
   json = {{"seed", run.seed},
-          {"test_exact", run.test_exact},
-          {"test_token", run.test_token},
-          {"train_exact", run.train_exact},
-          {"train_token", run.train_token},
-          {"final_loss", run.final_loss},
-          {"test_loss", run.test_loss},
           {"steps", run.steps},
           {"seconds", run.seconds},
           {"batch_members", run.batch_members},
           {"test_exact_by_length", by_length_json(run.test_exact_by_length)}};
+  for (const auto& [name, value] : run.whole_split) json[name] = value;
   if (run.test_examples > 0) json["test_examples"] = run.test_examples;
   if (run.train_examples > 0) json["train_examples"] = run.train_examples;
   if (!run.length_generalization.is_null()) json["length_generalization"] = run.length_generalization;
@@ -42,12 +40,9 @@ void to_json(nlohmann::json& json, const RunRecord& run) {
 
 void from_json(const nlohmann::json& json, RunRecord& run) {
   run.seed = json.at("seed").get<int64_t>();
-  run.test_exact = json.at("test_exact").get<double>();
-  run.test_token = json.at("test_token").get<double>();
-  run.train_exact = json.at("train_exact").get<double>();
-  run.train_token = json.at("train_token").get<double>();
-  run.final_loss = json.at("final_loss").get<double>();
-  run.test_loss = json.at("test_loss").get<double>();
+  run.whole_split.clear();
+  for (const auto& metric : split_metrics())
+    if (metric.required || json.contains(metric.name)) run.whole_split[metric.name] = json.at(metric.name).get<double>();
   run.steps = json.at("steps").get<int64_t>();
   run.seconds = json.at("seconds").get<double>();
   run.batch_members = json.at("batch_members").get<int64_t>();
@@ -56,6 +51,19 @@ void from_json(const nlohmann::json& json, RunRecord& run) {
   run.train_examples = json.value("train_examples", int64_t{0});
   run.length_generalization = json.value("length_generalization", nlohmann::json());
   run.length_generalization_rescaled = json.value("length_generalization_rescaled", nlohmann::json());
+}
+
+bool same_whole_split_numbers(const RunRecord& recorded, const RunRecord& now) {
+  for (const auto& metric : split_metrics())
+    if (recorded.whole_split.count(metric.name) &&
+        !(now.whole_split.count(metric.name) && now.whole_split.at(metric.name) == recorded.whole_split.at(metric.name)))
+      return false;
+  return by_length_json(recorded.test_exact_by_length) == by_length_json(now.test_exact_by_length);
+}
+
+double RunRecord::metric(const std::string& name) const {
+  const auto found = whole_split.find(name);
+  return found == whole_split.end() ? std::numeric_limits<double>::quiet_NaN() : found->second;
 }
 
 }  // namespace copytask

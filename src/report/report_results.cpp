@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "records/split_metrics.h"
 #include "report/report_charts.h"
 #include "report/report_sections.h"
 
@@ -24,6 +25,15 @@ std::vector<std::string> schemes_with_results(const StudyView& view) {
   std::vector<std::string> out;
   for (const auto& name : view.schemes())
     if (scheme_results(view, name)) out.push_back(name);
+  return out;
+}
+
+// The whole-split metrics results.json summarizes over seeds, but test exact (the summary
+// table's own columns): each a column of their means.
+std::vector<const SplitMetric*> summarized_beside_test_exact() {
+  std::vector<const SplitMetric*> out;
+  for (const auto& metric : split_metrics())
+    if (metric.summary != SplitSummary::none && metric.name != "test_exact") out.push_back(&metric);
   return out;
 }
 
@@ -137,31 +147,41 @@ std::string section_accuracy(const StudyView& view) {
               (bar.ci95 ? ", 95% CI [" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]" : "");
     for (const RunRecord& run : scheme.runs) {
       const double seed = static_cast<double>(run.seed);
-      bar.points.emplace_back(name + ", seed " + html::compact(seed) + ": test exact-match " + html::fixed(run.test_exact, 4),
-                              run.test_exact);
-      run_rows.push_back({scheme_cell(view, name), number_cell(seed, 0), number_cell(run.test_exact, 4),
-                          number_cell(run.test_token, 4), number_cell(run.train_exact, 4),
-                          number_cell(run.train_token, 4), number_cell(run.final_loss, 4),
-                          number_cell(run.test_loss, 4), number_cell(static_cast<double>(run.steps), 0),
-                          number_cell(run.seconds, 1), number_cell(static_cast<double>(run.batch_members), 0)});
+      const double test_exact = run.metric("test_exact");
+      bar.points.emplace_back(name + ", seed " + html::compact(seed) + ": test exact-match " + html::fixed(test_exact, 4),
+                              test_exact);
+      std::vector<Cell> row = {scheme_cell(view, name), number_cell(seed, 0)};
+      for (const auto& metric : split_metrics()) row.push_back(number_cell(run.metric(metric.name), 4));
+      for (Cell cell : {number_cell(static_cast<double>(run.steps), 0), number_cell(run.seconds, 1),
+                        number_cell(static_cast<double>(run.batch_members), 0)})
+        row.push_back(cell);
+      run_rows.push_back(row);
     }
     bars.push_back(bar);
     auto mean_of = [&scheme](const char* key) {
       const json* summary = member(scheme.summaries, key);
       return summary ? number_at(*summary, "mean") : NAN;
     };
-    summary_rows.push_back({scheme_cell(view, name), text_cell(view.positional(name)),
-                            text_cell(view.causal(name) ? "yes" : "no"), text_cell(view.position_ids(name)),
-                            text_cell(view.format(name)), number_cell(number_at(s, "n"), 0),
-                            number_cell(bar.mean, 4), number_cell(number_at(s, "std"), 4),
-                            number_cell(number_at(s, "min"), 4), number_cell(number_at(s, "max"), 4),
-                            {bar.ci95 ? "[" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]"
-                                      : "<span class=\"na\">n/a</span>",
-                             true},
-                            number_cell(mean_of("test_token"), 4), number_cell(mean_of("train_exact"), 4),
-                            number_cell(mean_of("final_loss"), 4)});
+    std::vector<Cell> summary = {scheme_cell(view, name), text_cell(view.positional(name)),
+                                 text_cell(view.causal(name) ? "yes" : "no"), text_cell(view.position_ids(name)),
+                                 text_cell(view.format(name)), number_cell(number_at(s, "n"), 0),
+                                 number_cell(bar.mean, 4), number_cell(number_at(s, "std"), 4),
+                                 number_cell(number_at(s, "min"), 4), number_cell(number_at(s, "max"), 4),
+                                 {bar.ci95 ? "[" + html::fixed(ci[0], 4) + ", " + html::fixed(ci[1], 4) + "]"
+                                           : "<span class=\"na\">n/a</span>",
+                                  true}};
+    for (const auto& metric : summarized_beside_test_exact()) summary.push_back(number_cell(mean_of(metric->name.c_str()), 4));
+    summary_rows.push_back(summary);
   }
   if (bars.empty()) return section("accuracy", "Accuracy", note("results.json holds no scheme yet."));
+  // The columns of the whole-split metrics, from their list (records/split_metrics.h).
+  std::vector<std::string> summary_heads = {"scheme", "positional", "causal", "position IDs", "format",
+                                            "n",      "test exact", "std",    "min",          "max",
+                                            "95% CI"};
+  for (const auto& metric : summarized_beside_test_exact()) summary_heads.push_back(metric->label);
+  std::vector<std::string> run_heads = {"scheme", "seed"};
+  for (const auto& metric : split_metrics()) run_heads.push_back(metric.label);
+  for (const char* head : {"steps", "seconds", "batch members"}) run_heads.push_back(head);
   const std::string chart = charts::dot_bar_chart(
       bars, {"accuracy", "chart-accuracy", "Test exact-match per scheme, every seed a dot"}, "test exact-match", 0, 1);
   return section(
@@ -169,15 +189,10 @@ std::string section_accuracy(const StudyView& view) {
       figure(chart,
              "Test exact-match (the whole output right) per scheme. Bar: mean over seeds; dots: each seed; "
              "error bar: 95% Student-t interval of the mean (none with one seed). Hover for the numbers.") +
-          table({"scheme", "positional", "causal", "position IDs", "format", "n", "test exact", "std", "min", "max", "95% CI", "test token",
-                 "train exact", "final loss"},
-                summary_rows, "summary") +
-          note("n seeds; test exact is their mean, with its standard deviation, range and 95% interval; test "
-               "token, train exact and final loss are means over the seeds.") +
-          details("Every run (" + std::to_string(run_rows.size()) + ")",
-                  table({"scheme", "seed", "test exact", "test token", "train exact", "train token", "final loss",
-                         "test loss", "steps", "seconds", "batch members"},
-                        run_rows, "runs")));
+          table(summary_heads, summary_rows, "summary") +
+          note("n seeds; test exact is their mean, with its standard deviation, range and 95% interval; the "
+               "columns after it are means over the seeds.") +
+          details("Every run (" + std::to_string(run_rows.size()) + ")", table(run_heads, run_rows, "runs")));
 }
 
 // ---- Training curves --------------------------------------------------------------------------
@@ -185,16 +200,16 @@ std::string section_accuracy(const StudyView& view) {
 namespace {
 // metrics.jsonl grouped as scheme -> step -> the seeds' values of `field`.
 std::map<std::string, std::map<double, std::vector<double>>> metric_by_step(const StudyView& view,
-                                                                           double MetricsLine::*field) {
+                                                                           const std::string& field) {
   std::map<std::string, std::map<double, std::vector<double>>> out;
   for (const auto& line : view.inputs().metrics)
-    out[line.scheme][static_cast<double>(line.step)].push_back(line.*field);
+    out[line.scheme][static_cast<double>(line.step)].push_back(line.metric(field));
   return out;
 }
 
 // One line per scheme (the mean over seeds, a band from the lowest to the highest seed),
 // each point's numbers on hover.
-std::string curve_chart(const StudyView& view, double MetricsLine::*field, const std::string& what,
+std::string curve_chart(const StudyView& view, const std::string& field, const std::string& what,
                         const charts::ChartMeta& meta, std::optional<std::pair<double, double>> y_domain,
                         int decimals, double height) {
   const auto grouped = metric_by_step(view, field);
@@ -231,10 +246,10 @@ std::string curve_chart(const StudyView& view, double MetricsLine::*field, const
 std::string section_curves(const StudyView& view) {
   if (view.inputs().metrics.empty())
     return section("curves", "Training curves", not_recorded("metrics.jsonl", "no training curves to show."));
-  const std::string exact = curve_chart(view, &MetricsLine::test_exact, "test exact-match",
+  const std::string exact = curve_chart(view, "test_exact", "test exact-match",
                                         {"curves", "chart-curves", "Test exact-match against training step"},
                                         std::make_pair(0.0, 1.0), 4, 380);
-  const std::string loss = curve_chart(view, &MetricsLine::train_loss, "train loss",
+  const std::string loss = curve_chart(view, "train_loss", "train loss",
                                        {"loss", "chart-loss", "Train loss against training step"}, std::nullopt, 4, 280);
   return section("curves", "Training curves",
                  figure(exact,

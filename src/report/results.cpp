@@ -5,12 +5,13 @@
 #include <limits>
 #include <map>
 
+#include "records/split_metrics.h"
 #include "report/stats.h"
 
 namespace copytask {
 
 namespace {
-// The measurements of why (report/scores.h) into a per-length entry, where measured.
+// The measurements of why (records/scores.h) into a per-length entry, where measured.
 void why_json(const LengthScores& s, nlohmann::json& entry) {
   if (!s.token_by_output.empty()) entry["token_by_output"] = s.token_by_output;
   if (!s.source_attention.empty()) entry["source_attention"] = s.source_attention;
@@ -24,7 +25,7 @@ void why_json(const LengthScores& s, nlohmann::json& entry) {
 
 // The element-wise mean of numbers, or of arrays or objects of the same shape (the
 // measurements of why, over seeds), kept at 6 significant digits (measurement_rounded,
-// report/scores.h); null where the values do not match in shape.
+// records/scores.h); null where the values do not match in shape.
 nlohmann::json mean_json(const std::vector<const nlohmann::json*>& values) {
   const nlohmann::json& first = *values.front();
   if (first.is_number()) {
@@ -93,12 +94,7 @@ std::map<int64_t, LengthMetric> length_metrics_of(const std::vector<LengthScores
 RunRecord run_record_of(int64_t seed, const SplitScores& train, const SplitScores& test) {
   RunRecord run;
   run.seed = seed;
-  run.test_exact = test.exact;
-  run.test_token = test.token;
-  run.train_exact = train.exact;
-  run.train_token = train.token;
-  run.final_loss = train.loss;  // eval-mode loss on the whole train split
-  run.test_loss = test.loss;
+  run.whole_split = split_metric_values(test, train);
   run.test_exact_by_length = test.exact_by_length;
   run.test_examples = test.examples;
   run.train_examples = train.examples;
@@ -145,7 +141,6 @@ nlohmann::json lengths_summary_json(const std::vector<const nlohmann::json*>& en
 nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   nlohmann::json out;
   out["runs"] = nlohmann::json::array();
-  std::vector<double> test_exact, test_token, train_exact, train_token, final_loss;
   // The trials behind each split's shares: its inputs, the same for every run (0 where a run's
   // record predates them: the t interval alone).
   int64_t test_inputs = runs.empty() ? 0 : runs.front().test_examples;
@@ -153,20 +148,19 @@ nlohmann::json scheme_results_json(const std::vector<RunRecord>& runs) {
   for (const auto& run : runs) {
     test_inputs = std::min(test_inputs, run.test_examples);
     train_inputs = std::min(train_inputs, run.train_examples);
-  }
-  for (const auto& run : runs) {
     out["runs"].push_back(run);
-    test_exact.push_back(run.test_exact);
-    test_token.push_back(run.test_token);
-    train_exact.push_back(run.train_exact);
-    train_token.push_back(run.train_token);
-    final_loss.push_back(run.final_loss);
   }
-  out["test_exact"] = summary_json(summarize_share(test_exact, test_inputs));
-  out["test_token"] = summary_json(summarize_share(test_token, test_inputs));
-  out["train_exact"] = summary_json(summarize_share(train_exact, train_inputs));
-  out["train_token"] = summary_json(summarize_share(train_token, train_inputs));
-  out["final_loss"] = summary_json(summarize(final_loss, 0.0, std::numeric_limits<double>::infinity()));
+  // Each whole-split metric of the list over the runs that have it, as the list says.
+  for (const auto& metric : split_metrics()) {
+    if (metric.summary == SplitSummary::none) continue;
+    std::vector<double> values;
+    for (const auto& run : runs)
+      if (run.whole_split.count(metric.name)) values.push_back(run.whole_split.at(metric.name));
+    if (values.empty() && !metric.required) continue;  // a required one is summarized even over no run (n 0)
+    out[metric.name] = summary_json(metric.summary == SplitSummary::share
+                                        ? summarize_share(values, metric.split == "test" ? test_inputs : train_inputs)
+                                        : summarize(values, 0.0, std::numeric_limits<double>::infinity()));
+  }
 
   // Length generalization, aggregated like test_exact over the runs evaluated at each length,
   // plain and under each of RoPE's rescalings.

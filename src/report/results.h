@@ -9,7 +9,7 @@
 
 #include "records/metrics_line.h"
 #include "records/run_record.h"
-#include "report/scores.h"
+#include "records/scores.h"
 
 namespace copytask {
 

@@ -9,6 +9,7 @@
 #include "model/hooks/registry.h"
 #include "util/atomic_files.h"
 #include "records/member_result.h"
+#include "records/split_metrics.h"
 #include "report/results.h"
 #include "config/config_fields.h"
 #include "study/member_files.h"
@@ -50,12 +51,7 @@ MetricsLine metrics_line(const Evaluation& evaluation, int64_t m, const MemberSp
   line.scheme = spec.arm;
   line.seed = spec.seed;
   line.seconds = evaluation.seconds;
-  line.train_loss = evaluation.train[m].loss;
-  line.train_exact = evaluation.train[m].exact;
-  line.train_token = evaluation.train[m].token;
-  line.test_loss = evaluation.test[m].loss;
-  line.test_exact = evaluation.test[m].exact;
-  line.test_token = evaluation.test[m].token;
+  line.whole_split = split_metric_values(evaluation.test[m], evaluation.train[m], /*line_names=*/true);
   line.test_exact_by_length = evaluation.test[m].exact_by_length;
   if (!evaluation.lengths.empty()) line.length_generalization = length_metrics_of(evaluation.lengths[m]);
   return line;

@@ -8,14 +8,14 @@
 #include <torch/types.h>
 
 #include "model/encoder.h"
-#include "report/scores.h"
+#include "records/scores.h"
 #include "task/length_sets.h"
 
 namespace copytask {
 
-// SplitScores and LengthScores (report/scores.h): what the evaluations below return.
+// SplitScores and LengthScores (records/scores.h): what the evaluations below return.
 // (The means of why, source attention and the rest, are kept at 6 significant digits:
-// measurement_rounded, report/scores.h.)
+// measurement_rounded, records/scores.h.)
 
 // The logits of inputs (M, N, T) without dropout (M, N, T, V): the hand-written forward
 // pass on the CPU (model/fused_cpu.h, the training step's own), LibTorch's elsewhere.
@@ -72,7 +72,7 @@ LengthData length_data_upload(const std::vector<LengthSet>& sets, const TaskConf
 LengthData length_data_make(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
                             const std::vector<int64_t>& seeds, int64_t trained_context, const torch::Device& device);
 
-// [member][length]: each member's scores (report/scores.h) at every length of data, in
+// [member][length]: each member's scores (records/scores.h) at every length of data, in
 // eval mode, over the k outputs only (task/task_kind.h; k + 1 .. 2k for copy and reverse):
 // exact = every output right, token = the share of outputs right, and why: the share right
 // at each output, the attention each block and head puts on each output's source, the
