@@ -534,81 +534,76 @@ struct BatchLayout {
   std::vector<int64_t> slot; // per registered hook: its table gradient's slot, or -1
 };
 
-// Every member's constants. A member's learned tables (when table_grads are wanted) get a
-// gradient slot, one per hook, shared by the members that have one.
-std::vector<MemberConstants> member_constants(EncoderImpl& model, const ParameterTable& parameters, const Shape& s,
-                                              const PositionalTables& tables, bool table_grads, bool gathers,
-                                              const DropoutMasks* masks, BatchLayout* layout) {
-  const int64_t M = model.member_count();
-  const std::vector<int> weights = [&] {
-    std::vector<int> out{kHeadW};
-    for (int64_t l = 0; l < s.L; ++l)
-      for (int which : {kQkv, kProjW, kFc1W, kFc2W}) out.push_back(block_index(l, which));
-    return out;
-  }();
-  const auto& registry = hook_registry();
-  std::vector<MemberConstants> constants(M);
-  std::vector<int64_t> slot_size(registry.size(), 0);
-  for (int64_t m = 0; m < M; ++m) {
-    MemberConstants& c = constants[m];
-    for (size_t j = 0; j < parameters.tensors.size(); ++j) c.value.push_back(parameters.value(static_cast<int>(j), m));
-    c.weight.resize(parameters.tensors.size());
-    c.transposed.resize(parameters.tensors.size());
-    for (int j : weights) {
-      const auto& w = parameters.tensors[j];  // (M, I, O)
-      const int64_t I = w.size(1), O = w.size(2);
-      const float* value = c.value[j];
-      c.weight[j].assign(I * O + kSlack, 0.0f);
-      std::copy(value, value + I * O, c.weight[j].begin());
-      c.transposed[j].assign(I * O + kSlack, 0.0f);
-      for (int64_t i = 0; i < I; ++i)
-        for (int64_t o = 0; o < O; ++o) c.transposed[j][o * I + i] = value[i * O + o];
-    }
-    c.causal = model.members()[m].causal;
-    if (masks) c.stream = masks->stream();
-    c.member = m;
-    // The member's hooks, each made from its table.
-    int64_t work = 0;
-    for (size_t index = 0; index < registry.size(); ++index) {
-      const HookTable& table = tables.hooks[index];
-      if (!table.used[m]) continue;
-      const torch::Tensor mine = table.of(m);
-      CpuHookMaking making;
-      making.table = mine.defined() ? mine.data_ptr<float>() : nullptr;
-      making.positions = tables.positions;
-      making.shape = &s;
-      making.causal = c.causal;
-      making.wants_grad = table_grads && table.learned[m];
-      making.gathers = gathers;
-      making.owner = table.owners[m];
-      const int k = static_cast<int>(c.hooks.size());
-      c.hooks.push_back(registry[index]->cpu(making));
-      CpuHook& hook = *c.hooks.back();
-      c.work_offset.push_back(work);
-      work += hook.workspace_floats();
-      c.grad_slot.push_back(static_cast<int64_t>(index));  // the registry index for now; a slot below
-      slot_size[index] = std::max(slot_size[index], hook.grad_floats());
-      switch (registry[index]->site()) {
-        case HookSite::embedding: c.embedding.push_back(k); break;
-        case HookSite::query_key: c.query_key.push_back(k); break;
-        case HookSite::scores:
-          if (hook.stages_attention()) c.scores.push_back(k);
-          else c.bias = k;
-          break;
-        case HookSite::softmax: c.softmax.push_back(k); break;
-      }
-      c.staged = c.staged || hook.stages_attention();
-      c.replaces_scores = c.replaces_scores || hook.replaces_scores();
-    }
-    TORCH_CHECK(c.hooks.size() <= HookExamples().size(), "fused_cpu: a member with more hooks than the step holds");
-    layout->hook_floats = std::max(layout->hook_floats, work);
-    layout->staged = layout->staged || c.staged;
-    layout->snapshots = std::max<int64_t>(layout->snapshots, static_cast<int64_t>(c.query_key.size()) - 1);
+// A member's weights, as the kernel reads them: each linear layer's (I, O) values with the
+// slack the vector loads need, and their transpose (O, I) for the backward pass.
+void member_weights_copy(const ParameterTable& parameters, const Shape& s, MemberConstants& c) {
+  std::vector<int> weights{kHeadW};
+  for (int64_t l = 0; l < s.L; ++l)
+    for (int which : {kQkv, kProjW, kFc1W, kFc2W}) weights.push_back(block_index(l, which));
+  c.weight.resize(parameters.tensors.size());
+  c.transposed.resize(parameters.tensors.size());
+  for (int j : weights) {
+    const auto& w = parameters.tensors[j];  // (M, I, O)
+    const int64_t I = w.size(1), O = w.size(2);
+    const float* value = c.value[j];
+    c.weight[j].assign(I * O + kSlack, 0.0f);
+    std::copy(value, value + I * O, c.weight[j].begin());
+    c.transposed[j].assign(I * O + kSlack, 0.0f);
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t o = 0; o < O; ++o) c.transposed[j][o * I + i] = value[i * O + o];
   }
-  // The tables' gradient slots follow the parameters in every member's flat gradient.
-  layout->slot.assign(registry.size(), -1);
+}
+
+// Member m's hooks, each made from its table, sorted by the site it acts at; each hook's
+// gradient slot is its registry index for now (gradient_slots_assign makes it a slot), and
+// slot_size grows to the largest gradient a hook of that index needs. Returns the member's
+// hook workspace floats per example.
+int64_t member_hooks_make(const PositionalTables& tables, const Shape& s, bool table_grads, bool gathers, int64_t m,
+                          MemberConstants& c, std::vector<int64_t>& slot_size) {
+  const auto& registry = hook_registry();
+  int64_t work = 0;
+  for (size_t index = 0; index < registry.size(); ++index) {
+    const HookTable& table = tables.hooks[index];
+    if (!table.used[m]) continue;
+    const torch::Tensor mine = table.of(m);
+    CpuHookMaking making;
+    making.table = mine.defined() ? mine.data_ptr<float>() : nullptr;
+    making.positions = tables.positions;
+    making.shape = &s;
+    making.causal = c.causal;
+    making.wants_grad = table_grads && table.learned[m];
+    making.gathers = gathers;
+    making.owner = table.owners[m];
+    const int k = static_cast<int>(c.hooks.size());
+    c.hooks.push_back(registry[index]->cpu(making));
+    CpuHook& hook = *c.hooks.back();
+    c.work_offset.push_back(work);
+    work += hook.workspace_floats();
+    c.grad_slot.push_back(static_cast<int64_t>(index));
+    slot_size[index] = std::max(slot_size[index], hook.grad_floats());
+    switch (registry[index]->site()) {
+      case HookSite::embedding: c.embedding.push_back(k); break;
+      case HookSite::query_key: c.query_key.push_back(k); break;
+      case HookSite::scores:
+        if (hook.stages_attention()) c.scores.push_back(k);
+        else c.bias = k;
+        break;
+      case HookSite::softmax: c.softmax.push_back(k); break;
+    }
+    c.staged = c.staged || hook.stages_attention();
+    c.replaces_scores = c.replaces_scores || hook.replaces_scores();
+  }
+  TORCH_CHECK(c.hooks.size() <= HookExamples().size(), "fused_cpu: a member with more hooks than the step holds");
+  return work;
+}
+
+// The tables' gradient slots, after the parameters in every member's flat gradient: one per
+// registry index that some member's hook needs, shared by the members that have one.
+void gradient_slots_assign(const ParameterTable& parameters, const std::vector<int64_t>& slot_size,
+                           std::vector<MemberConstants>& constants, BatchLayout* layout) {
+  layout->slot.assign(slot_size.size(), -1);
   int64_t next = parameters.total;
-  for (size_t index = 0; index < registry.size(); ++index)
+  for (size_t index = 0; index < slot_size.size(); ++index)
     if (slot_size[index] > 0) {
       layout->slot[index] = next;
       next += slot_size[index];
@@ -617,6 +612,29 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
   for (auto& c : constants)
     for (size_t k = 0; k < c.hooks.size(); ++k)
       c.grad_slot[k] = c.hooks[k]->grad_floats() > 0 ? layout->slot[static_cast<size_t>(c.grad_slot[k])] : -1;
+}
+
+// Every member's constants. A member's learned tables (when table_grads are wanted) get a
+// gradient slot, one per hook, shared by the members that have one.
+std::vector<MemberConstants> member_constants(EncoderImpl& model, const ParameterTable& parameters, const Shape& s,
+                                              const PositionalTables& tables, bool table_grads, bool gathers,
+                                              const DropoutMasks* masks, BatchLayout* layout) {
+  const int64_t M = model.member_count();
+  std::vector<MemberConstants> constants(M);
+  std::vector<int64_t> slot_size(hook_registry().size(), 0);
+  for (int64_t m = 0; m < M; ++m) {
+    MemberConstants& c = constants[m];
+    for (size_t j = 0; j < parameters.tensors.size(); ++j) c.value.push_back(parameters.value(static_cast<int>(j), m));
+    member_weights_copy(parameters, s, c);
+    c.causal = model.members()[m].causal;
+    if (masks) c.stream = masks->stream();
+    c.member = m;
+    const int64_t work = member_hooks_make(tables, s, table_grads, gathers, m, c, slot_size);
+    layout->hook_floats = std::max(layout->hook_floats, work);
+    layout->staged = layout->staged || c.staged;
+    layout->snapshots = std::max<int64_t>(layout->snapshots, static_cast<int64_t>(c.query_key.size()) - 1);
+  }
+  gradient_slots_assign(parameters, slot_size, constants, layout);
   return constants;
 }
 
@@ -660,41 +678,46 @@ torch::Tensor positions_checked(const torch::Tensor& positions, const torch::Ten
 }
 }  // namespace
 
-torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& given_tables,
-                                      const torch::Tensor& inputs, const torch::Tensor& targets,
-                                      const DropoutMasks* masks, PositionalTables* table_grads,
-                                      const torch::Tensor& given_positions, int64_t group_examples) {
+namespace {
+
+// The batch's shape, after checking the inputs, the targets and the masks against the model.
+Shape step_shape_checked(EncoderImpl& model, const torch::Tensor& inputs, const torch::Tensor& targets,
+                         const DropoutMasks* masks) {
   const std::string why = fused_cpu_unsupported(model);
   TORCH_CHECK(why.empty(), "fused_cpu_loss_backward: ", why);
   const EncoderShape& shape = model.shape();
-  const int64_t M = model.member_count();
-  TORCH_CHECK(inputs.dim() == 3 && inputs.size(0) == M, "fused_cpu: inputs (M, B, T)");
+  TORCH_CHECK(inputs.dim() == 3 && inputs.size(0) == model.member_count(), "fused_cpu: inputs (M, B, T)");
   TORCH_CHECK(targets.sizes() == inputs.sizes(), "fused_cpu: targets must have the inputs' shape");
   TORCH_CHECK(inputs.scalar_type() == torch::kLong && targets.scalar_type() == torch::kLong, "fused_cpu: int64 tokens");
   const Shape s{inputs.size(1), inputs.size(2), shape.embed,  shape.heads,
                 shape.head_dim(), shape.hidden, shape.vocab, shape.blocks};
-  const torch::Tensor positions = positions_checked(given_positions, inputs, given_tables.positions, "fused_cpu");
-  const int64_t* position_data = positions.defined() ? positions.data_ptr<int64_t>() : nullptr;
-  const DropoutLayout layout(shape, s.B);
   if (masks) {
     TORCH_CHECK(masks->whole_batch() && masks->layout().batch() == s.B, "fused_cpu: masks must be the whole batch's");
     TORCH_CHECK(masks->stream(), "fused_cpu: masks without a CPU stream");
   }
+  return s;
+}
 
-  ParameterTable parameters(model);
-  const PositionalTables tables = plain_tables(given_tables);
-  BatchLayout batch;
-  const std::vector<MemberConstants> constants =
-      member_constants(model, parameters, s, tables, table_grads != nullptr, position_data != nullptr, masks, &batch);
-  const int64_t P = batch.flat_size;  // floats of one member's flat gradient
+// Each (member, partition) task's sums: its flat gradient (P floats) and its loss.
+struct PartitionSums {
+  int64_t K = 0, P = 0;        // partitions per member, floats of a flat gradient
+  std::vector<float> gradient;  // (M, K, P), then kSlack
+  std::vector<double> loss;     // (M, K)
+};
 
-  // Every (member, partition) task sums its examples' gradients into its own buffer, G
-  // examples at a time.
-  const int64_t K = partition_count(s.B);
-  TORCH_CHECK(group_examples >= 0, "fused_cpu: group_examples must be >= 0 (0: the default)");
-  const int64_t G = group_examples > 0 ? group_examples : kFusedCpuGroupExamples;
-  std::vector<float> partial(static_cast<size_t>(M * K * P + kSlack));  // slack: see kSlack (cpu_layers.h)
-  std::vector<double> partial_loss(static_cast<size_t>(M * K), 0.0);
+// Every (member, partition) task sums its examples' gradients into its own buffer, G
+// examples at a time, and its examples' loss.
+PartitionSums partitions_forward_backward(const Shape& s, const std::vector<MemberConstants>& constants,
+                                          const ParameterTable& parameters, const BatchLayout& batch,
+                                          const DropoutLayout& layout, const torch::Tensor& inputs,
+                                          const torch::Tensor& targets, const int64_t* position_data, int64_t G) {
+  const int64_t M = static_cast<int64_t>(constants.size());
+  PartitionSums sums;
+  sums.K = partition_count(s.B);
+  sums.P = batch.flat_size;
+  const int64_t K = sums.K, P = sums.P;
+  sums.gradient.resize(static_cast<size_t>(M * K * P + kSlack));  // slack: see kSlack (cpu_layers.h)
+  sums.loss.assign(static_cast<size_t>(M * K), 0.0);
   const int64_t* input_data = inputs.data_ptr<int64_t>();
   const int64_t* target_data = targets.data_ptr<int64_t>();
   const float loss_weight = 1.0f / static_cast<float>(s.B * s.T);
@@ -706,7 +729,7 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
     GroupWorkspace work(s, G, batch.hook_floats, batch.staged, batch.snapshots);
     for (int64_t order = begin; order < end; ++order) {
       const int64_t m = order % M, k = order / M, task = m * K + k;
-      float* grad = partial.data() + task * P;
+      float* grad = sums.gradient.data() + task * P;
       std::fill(grad, grad + P, 0.0f);
       const int64_t first = k * s.B / K, last = (k + 1) * s.B / K;
       double loss = 0;
@@ -724,16 +747,24 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
         group.positions = position_data ? position_data + (m * s.B + b) * s.T : nullptr;
         group_forward_backward(s, constants[m], parameters.offset, layout, group, loss_weight, work, grad, loss);
       }
-      partial_loss[task] = loss;
+      sums.loss[task] = loss;
     }
   });
+  return sums;
+}
 
-  // Partitions added in order into each parameter's gradient (M, ...), and the tables'.
+// The partitions added in order into each parameter's gradient (M, ...), set as its .grad,
+// and, when wanted, into each member's learned tables' gradients (table_grads, the tables'
+// shapes).
+void gradients_from_partitions(const PartitionSums& sums, const std::vector<MemberConstants>& constants,
+                               ParameterTable& parameters, const PositionalTables& tables,
+                               PositionalTables* table_grads) {
+  const int64_t M = static_cast<int64_t>(constants.size()), K = sums.K, P = sums.P;
   auto sum_partitions = [&](int64_t m, int64_t start, int64_t n, float* out) {
-    const float* first = partial.data() + (m * K) * P + start;
+    const float* first = sums.gradient.data() + (m * K) * P + start;
     std::copy(first, first + n, out);
     for (int64_t k = 1; k < K; ++k) {
-      const float* part = partial.data() + (m * K + k) * P + start;
+      const float* part = sums.gradient.data() + (m * K + k) * P + start;
       for (int64_t e = 0; e < n; ++e) out[e] += part[e];
     }
   };
@@ -769,11 +800,34 @@ torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables
     }
   });
   for (size_t j = 0; j < grads.size(); ++j) parameters.tensors[j].mutable_grad() = grads[j];
+}
 
+}  // namespace
+
+torch::Tensor fused_cpu_loss_backward(EncoderImpl& model, const PositionalTables& given_tables,
+                                      const torch::Tensor& inputs, const torch::Tensor& targets,
+                                      const DropoutMasks* masks, PositionalTables* table_grads,
+                                      const torch::Tensor& given_positions, int64_t group_examples) {
+  const Shape s = step_shape_checked(model, inputs, targets, masks);
+  const torch::Tensor positions = positions_checked(given_positions, inputs, given_tables.positions, "fused_cpu");
+  const int64_t* position_data = positions.defined() ? positions.data_ptr<int64_t>() : nullptr;
+  TORCH_CHECK(group_examples >= 0, "fused_cpu: group_examples must be >= 0 (0: the default)");
+  const int64_t G = group_examples > 0 ? group_examples : kFusedCpuGroupExamples;
+
+  ParameterTable parameters(model);
+  const PositionalTables tables = plain_tables(given_tables);
+  BatchLayout batch;
+  const std::vector<MemberConstants> constants =
+      member_constants(model, parameters, s, tables, table_grads != nullptr, position_data != nullptr, masks, &batch);
+  const PartitionSums sums = partitions_forward_backward(s, constants, parameters, batch, DropoutLayout(model.shape(), s.B),
+                                                         inputs, targets, position_data, G);
+  gradients_from_partitions(sums, constants, parameters, tables, table_grads);
+
+  const int64_t M = model.member_count();
   auto member_loss = torch::empty({M});  // (M)
   for (int64_t m = 0; m < M; ++m) {
     double total = 0;
-    for (int64_t k = 0; k < K; ++k) total += partial_loss[m * K + k];
+    for (int64_t k = 0; k < sums.K; ++k) total += sums.loss[m * sums.K + k];
     member_loss[m] = total / static_cast<double>(s.B * s.T);
   }
   return member_loss;
