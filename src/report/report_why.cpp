@@ -101,91 +101,95 @@ const std::vector<std::pair<std::string, std::string>>& error_colours() {
   return colours;
 }
 
-}  // namespace
+// One arm's part of the section: its lines (attention on the source and entropy by length,
+// accuracy by output at the longest length), its wrong outputs stacked by kind, and its row
+// of the table.
+struct ArmWhy {
+  charts::Series attention, entropy, position;
+  std::vector<charts::Series> stacks;  // one per error kind, stacked from the bottom
+  std::vector<Cell> row;
+  int longest = 0;  // the longest length evaluated
+};
 
-std::string section_why(const StudyView& view) {
-  if (!view.inputs().results) return "";
-  double train_max_len = NAN;
-  std::vector<charts::Series> attention_lines, entropy_lines, position_lines;
-  std::vector<std::vector<Cell>> rows;
-  std::string error_figures;
-  int longest = 0;
-  for (const auto& name : view.schemes()) {
-    const json* by_length = lengths_of(view, name, &train_max_len);
-    if (!by_length) continue;
-    const auto lengths = sorted_lengths(*by_length);
-    if (lengths.empty() || !member(*lengths.back().second, "source_attention")) continue;  // from before these measurements
-    const auto head = copying_head(lengths, train_max_len);
-    const std::string task = task_of(view, name);
-    charts::Series attention = scheme_series(view, name), entropy = scheme_series(view, name),
-                   position = scheme_series(view, name);
-    std::vector<charts::Series> stacks;
-    for (const auto& [kind, colour] : error_colours()) {
-      charts::Series s;
-      s.name = kind;
-      s.colour = colour;
-      stacks.push_back(s);
-    }
-    for (const auto& [k, entry] : lengths) {
-      const double on_source = at_head(*entry, "source_attention", head), spread = mean_over_heads(*entry, "entropy");
-      if (std::isfinite(on_source)) {
-        attention.x.push_back(k);
-        attention.y.push_back(on_source);
-        attention.tips.push_back(name + " (" + task + "), k = " + std::to_string(k) + ": weight on the source " +
-                                 html::fixed(on_source, 3) + " (block " + std::to_string(head.first + 1) + ", head " +
-                                 std::to_string(head.second + 1) + ")");
-      }
-      if (std::isfinite(spread)) {
-        entropy.x.push_back(k);
-        entropy.y.push_back(spread);
-        entropy.tips.push_back(name + ", k = " + std::to_string(k) + ": mean entropy " + html::fixed(spread, 3) + " nats");
-      }
-      // The wrong outputs stacked: each kind's band from the kinds below it to itself.
-      const json* errors = member(*entry, "errors");
-      double below = 0;
-      for (auto& s : stacks) {
-        const double share = errors ? number_at(*errors, s.name) : NAN;
-        if (!std::isfinite(share)) continue;
-        s.x.push_back(k);
-        s.y.push_back(below + share);
-        s.band_lo.push_back(below);
-        s.band_hi.push_back(below + share);
-        s.tips.push_back(name + ", k = " + std::to_string(k) + ": " + s.name + " " + html::fixed(share, 3) +
-                         " of the outputs");
-        below += share;
-      }
-    }
-    // Accuracy by output position at the longest length evaluated.
-    const auto& [last_k, last] = lengths.back();
-    longest = std::max(longest, last_k);
-    const std::vector<double> by_output = numbers(member(*last, "token_by_output"));
-    for (size_t j = 0; j < by_output.size(); ++j) {
-      if (!std::isfinite(by_output[j])) continue;
-      position.x.push_back(static_cast<double>(j));
-      position.y.push_back(by_output[j]);
-      position.tips.push_back(name + ", k = " + std::to_string(last_k) + ", output " + std::to_string(j) + ": " +
-                              html::fixed(by_output[j], 3) + " right");
-    }
-    rows.push_back({scheme_cell(view, name), text_cell(task),
-                    text_cell("block " + std::to_string(head.first + 1) + ", head " + std::to_string(head.second + 1)),
-                    number_cell(attention.y.empty() ? NAN : attention.y.front(), 3),
-                    number_cell(attention.y.empty() ? NAN : attention.y.back(), 3),
-                    number_cell(entropy.y.empty() ? NAN : entropy.y.back(), 3)});
-    charts::Axes error_axes;
-    error_axes.x_label = "content length k";
-    error_axes.whole_x = true;
-    error_axes.y_label = "share of the outputs";
-    error_axes.y_domain = std::make_pair(0.0, 1.0);
-    if (std::isfinite(train_max_len)) error_axes.x_marker = std::make_pair(train_max_len + 0.5, "trained");
-    error_figures += figure(charts::line_chart(stacks, {"errors", "chart-errors-" + id_part(name, rows.size()),
-                                                        "Wrong outputs by kind, " + name},
-                                               error_axes, 340, 220),
-                            html::escape(name + " (" + task + ")"), "small-figure");
-    attention_lines.push_back(std::move(attention));
-    entropy_lines.push_back(std::move(entropy));
-    position_lines.push_back(std::move(position));
+ArmWhy arm_why(const StudyView& view, const std::string& name, const std::vector<std::pair<int, const json*>>& lengths,
+               const std::pair<int, int>& head, const std::string& task) {
+  ArmWhy out;
+  out.attention = scheme_series(view, name);
+  out.entropy = scheme_series(view, name);
+  out.position = scheme_series(view, name);
+  for (const auto& [kind, colour] : error_colours()) {
+    charts::Series s;
+    s.name = kind;
+    s.colour = colour;
+    out.stacks.push_back(s);
   }
-  if (attention_lines.empty()) return "";
+  for (const auto& [k, entry] : lengths) {
+    const double on_source = at_head(*entry, "source_attention", head), spread = mean_over_heads(*entry, "entropy");
+    if (std::isfinite(on_source)) {
+      out.attention.x.push_back(k);
+      out.attention.y.push_back(on_source);
+      out.attention.tips.push_back(name + " (" + task + "), k = " + std::to_string(k) + ": weight on the source " +
+                                   html::fixed(on_source, 3) + " (block " + std::to_string(head.first + 1) + ", head " +
+                                   std::to_string(head.second + 1) + ")");
+    }
+    if (std::isfinite(spread)) {
+      out.entropy.x.push_back(k);
+      out.entropy.y.push_back(spread);
+      out.entropy.tips.push_back(name + ", k = " + std::to_string(k) + ": mean entropy " + html::fixed(spread, 3) + " nats");
+    }
+    // The wrong outputs stacked: each kind's band from the kinds below it to itself.
+    const json* errors = member(*entry, "errors");
+    double below = 0;
+    for (auto& s : out.stacks) {
+      const double share = errors ? number_at(*errors, s.name) : NAN;
+      if (!std::isfinite(share)) continue;
+      s.x.push_back(k);
+      s.y.push_back(below + share);
+      s.band_lo.push_back(below);
+      s.band_hi.push_back(below + share);
+      s.tips.push_back(name + ", k = " + std::to_string(k) + ": " + s.name + " " + html::fixed(share, 3) +
+                       " of the outputs");
+      below += share;
+    }
+  }
+  // Accuracy by output position at the longest length evaluated.
+  const auto& [last_k, last] = lengths.back();
+  out.longest = last_k;
+  const std::vector<double> by_output = numbers(member(*last, "token_by_output"));
+  for (size_t j = 0; j < by_output.size(); ++j) {
+    if (!std::isfinite(by_output[j])) continue;
+    out.position.x.push_back(static_cast<double>(j));
+    out.position.y.push_back(by_output[j]);
+    out.position.tips.push_back(name + ", k = " + std::to_string(last_k) + ", output " + std::to_string(j) + ": " +
+                                html::fixed(by_output[j], 3) + " right");
+  }
+  out.row = {scheme_cell(view, name), text_cell(task),
+             text_cell("block " + std::to_string(head.first + 1) + ", head " + std::to_string(head.second + 1)),
+             number_cell(out.attention.y.empty() ? NAN : out.attention.y.front(), 3),
+             number_cell(out.attention.y.empty() ? NAN : out.attention.y.back(), 3),
+             number_cell(out.entropy.y.empty() ? NAN : out.entropy.y.back(), 3)};
+  return out;
+}
+
+// An arm's small chart of its wrong outputs by kind (the index-th row of the table).
+std::string error_figure(const std::vector<charts::Series>& stacks, const std::string& name, const std::string& task,
+                         double train_max_len, size_t index) {
+  charts::Axes error_axes;
+  error_axes.x_label = "content length k";
+  error_axes.whole_x = true;
+  error_axes.y_label = "share of the outputs";
+  error_axes.y_domain = std::make_pair(0.0, 1.0);
+  if (std::isfinite(train_max_len)) error_axes.x_marker = std::make_pair(train_max_len + 0.5, "trained");
+  return figure(charts::line_chart(stacks, {"errors", "chart-errors-" + id_part(name, index), "Wrong outputs by kind, " + name},
+                                   error_axes, 340, 220),
+                html::escape(name + " (" + task + ")"), "small-figure");
+}
+
+// The section from every arm's lines, rows and error charts.
+std::string why_section_html(const std::vector<charts::Series>& attention_lines,
+                             const std::vector<charts::Series>& entropy_lines,
+                             const std::vector<charts::Series>& position_lines, const std::vector<std::vector<Cell>>& rows,
+                             const std::string& error_figures, double train_max_len, int longest) {
   const std::string trained = std::isfinite(train_max_len) ? "trained up to k = " + html::compact(train_max_len) : "";
   charts::Axes attention_axes;
   attention_axes.x_label = "content length k";
@@ -232,6 +236,33 @@ std::string section_why(const StudyView& view) {
                  "The entropy of the output rows' attention, mean over blocks, heads and examples, and over seeds: "
                  "does attention spread out beyond the trained lengths?") +
           legend + html::element("div", " class=\"fig-row\"", error_figures));
+}
+
+}  // namespace
+
+std::string section_why(const StudyView& view) {
+  if (!view.inputs().results) return "";
+  double train_max_len = NAN;
+  std::vector<charts::Series> attention_lines, entropy_lines, position_lines;
+  std::vector<std::vector<Cell>> rows;
+  std::string error_figures;
+  int longest = 0;
+  for (const auto& name : view.schemes()) {
+    const json* by_length = lengths_of(view, name, &train_max_len);
+    if (!by_length) continue;
+    const auto lengths = sorted_lengths(*by_length);
+    if (lengths.empty() || !member(*lengths.back().second, "source_attention")) continue;  // from before these measurements
+    const std::string task = task_of(view, name);
+    ArmWhy arm = arm_why(view, name, lengths, copying_head(lengths, train_max_len), task);
+    longest = std::max(longest, arm.longest);
+    rows.push_back(std::move(arm.row));
+    error_figures += error_figure(arm.stacks, name, task, train_max_len, rows.size());
+    attention_lines.push_back(std::move(arm.attention));
+    entropy_lines.push_back(std::move(arm.entropy));
+    position_lines.push_back(std::move(arm.position));
+  }
+  if (attention_lines.empty()) return "";
+  return why_section_html(attention_lines, entropy_lines, position_lines, rows, error_figures, train_max_len, longest);
 }
 
 }  // namespace copytask::report
