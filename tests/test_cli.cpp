@@ -305,16 +305,18 @@ TEST(Cli, BenchTimesTheTrainingStepOfTrainOrOfCompare) {
 // a step is refused before any work with what is allowed.
 TEST(Cli, BenchTimesTheStepThatTrainStepAsksFor) {
   const fs::path json = fresh_dir("bench-step.json");
-  for (const std::string step : {"auto", "fused", "autograd"}) {
+  for (const std::string step : {"auto", "fused-cpu", "fused", "autograd"}) {
     Outcome outcome = run("bench --warmup 0 --steps 1 --json " + json.string() + " " + kTiny + " train.step=" + step);
     ASSERT_EQ(outcome.exit_code, 0) << outcome.output;
     const nlohmann::json numbers = read_json(json);
     EXPECT_EQ(numbers["training_step"], step == "autograd" ? "autograd" : "fused CPU") << step;
     EXPECT_TRUE(numbers["fallback_reason"].is_null()) << step << ": " << numbers["fallback_reason"];
-    EXPECT_EQ(numbers["config"]["train"]["step"], step);
+    // The resolved config names the step: `fused`, fused-cpu's old name, is read as it.
+    EXPECT_EQ(numbers["config"]["train"]["step"], step == "fused" ? "fused-cpu" : step);
   }
   fs::remove(json);
-  expect_bad_input("train train.step=fast", {"train.step = \"fast\"", "must be auto, fused, fused-gpu or autograd"});
+  expect_bad_input("train train.step=fast",
+                   {"train.step = \"fast\"", "must be auto, fused-cpu (or fused, its old name), fused-gpu or autograd"});
 }
 
 // Every command's errors reach the user the same way (cli/command_errors.h): one line

@@ -1,5 +1,5 @@
 // train.step picks the training step (train/training_step.h): what training_step_make makes
-// for each choice on the CPU and what it records; "fused" refused on a GPU before any work
+// for each choice on the CPU and what it records; "fused-cpu" refused on a GPU before any work
 // (checked with a CUDA device value: no GPU needed), and an unknown choice refused; the
 // memory estimate counts autograd's activations where the choice makes the CPU use them.
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@ TEST(TrainingStep, TrainStepPicksTheStepOnTheCpu) {
   struct Case {
     std::string choice, name;
   };
-  for (const Case& c : {Case{"auto", "fused CPU"}, Case{"fused", "fused CPU"}, Case{"autograd", "autograd"}}) {
+  for (const Case& c : {Case{"auto", "fused CPU"}, Case{"fused-cpu", "fused CPU"}, Case{"autograd", "autograd"}}) {
     for (int64_t batch_size : {int64_t{0}, int64_t{16}}) {
       Encoder model(test::small_shape(0.1), members, torch::kCPU);
       TrainConfig train;
@@ -47,11 +47,11 @@ TEST(TrainingStep, TrainStepPicksTheStepOnTheCpu) {
     training_step_make(model, data, unknown);
     ADD_FAILURE() << "an unknown train.step must be refused";
   } catch (const ConfigError& error) {
-    EXPECT_NE(std::string(error.what()).find("must be auto, fused, fused-gpu or autograd"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("must be auto, fused-cpu, fused-gpu or autograd"), std::string::npos) << error.what();
   }
 }
 
-// The fused step runs on the CPU only: on a GPU "fused" is refused, naming the key and what
+// The fused CPU step runs on the CPU only: on a GPU "fused-cpu" is refused, naming the key and what
 // to set, before any work; auto and autograd train there (the device step).
 TEST(TrainingStep, FusedIsRefusedOnAGpuBeforeAnyWork) {
   const c10::Device gpu(c10::kCUDA, 0);
@@ -60,16 +60,16 @@ TEST(TrainingStep, FusedIsRefusedOnAGpuBeforeAnyWork) {
     train.step = choice;
     EXPECT_EQ(training_step_refusal(train, gpu), "") << choice;
   }
-  train.step = "fused";
+  train.step = "fused-cpu";
   EXPECT_EQ(training_step_refusal(train, c10::Device(c10::kCPU)), "");
   const std::string refusal = training_step_refusal(train, gpu);
-  for (const char* fragment : {"train.step = \"fused\"", "CPU only", "cuda:0", "train.step=auto", "train.device=cpu"})
+  for (const char* fragment : {"train.step = \"fused-cpu\"", "CPU only", "cuda:0", "train.step=auto", "train.device=cpu"})
     EXPECT_NE(refusal.find(fragment), std::string::npos) << fragment << " missing from: " << refusal;
 
   // A study names the scheme whose step cannot run; the others pass.
   Config base;
   base.compare.schemes = {SchemeSpec{"sin", {{"model.positional", "sinusoidal"}}},
-                          SchemeSpec{"rope-fused", {{"model.positional", "rope"}, {"train.step", "fused"}}}};
+                          SchemeSpec{"rope-fused", {{"model.positional", "rope"}, {"train.step", "fused"}}}};  // the old name
   const std::vector<StudyArm> arms = study_arms_for_compare(base);
   EXPECT_NO_THROW(study_check_training_steps(arms, c10::Device(c10::kCPU)));
   try {
@@ -88,7 +88,7 @@ TEST(TrainingStep, TheMemoryEstimateCountsTheAutogradStepsActivations) {
   config.train.step = "autograd";
   const double autograd = memory_estimate(config, 5, torch::kCPU).training_bytes;
   EXPECT_GT(autograd, 2 * fused);
-  config.train.step = "fused";
+  config.train.step = "fused-cpu";
   EXPECT_EQ(memory_estimate(config, 5, torch::kCPU).training_bytes, fused);
 }
 

@@ -45,9 +45,9 @@ inline torch::Tensor tokens_from_json(const nlohmann::json& rows) {
   return torch::tensor(flat, torch::kLong).view({static_cast<int64_t>(rows.size()), -1});
 }
 
-// `train` with train.step set: "fused" or "autograd" forces that step (training_step_make).
+// `train` with train.step set: "fused-cpu" or "autograd" forces that step (training_step_make).
 inline TrainConfig with_step(TrainConfig train, bool fused) {
-  train.step = fused ? "fused" : "autograd";
+  train.step = fused ? "fused-cpu" : "autograd";
   return train;
 }
 

@@ -261,16 +261,17 @@ std::vector<ConfigField> make_fields() {
             ints(0, 1024, "must be 0 (one per core) or a thread count")),
       field("train.step", &Config::train, &TrainConfig::step, S::scheme,
             "which training step trains the scheme: `auto`, the fastest the device and the model allow (on the CPU "
-            "the fused step, else autograd, saying why; on a GPU the device step, a CUDA graph where "
-            "`train.cuda_graph` is on); `fused`, the hand-written CPU step (refused on a GPU, and where it cannot "
-            "run the model); `fused-gpu`, the GPU's hand-written kernels, the whole forward and backward of every "
+            "the fused CPU step, else autograd, saying why; on a GPU the device step, a CUDA graph where "
+            "`train.cuda_graph` is on); `fused-cpu` (`fused`, its old name, is read as it), the hand-written CPU "
+            "step (refused on a GPU, and where it cannot run the model); `fused-gpu`, the GPU's hand-written kernels, the whole forward and backward of every "
             "member in one launch (refused on the CPU; members whose schemes act through a hook without a kernel "
             "form train in batches of their own on the device step, saying why: docs/gpu.md; not yet run on a GPU, "
             "so not yet auto's choice); `autograd`, LibTorch's autograd op by op, uncaptured "
             "(on the CPU a full batch in chunks of 256 examples per member; on a GPU the device step without its "
             "CUDA graph, as `train.cuda_graph=false`). The same numbers up to float rounding; schemes on different "
             "steps train in different batches",
-            choice({"auto", "fused", "fused-gpu", "autograd"}, "must be auto, fused, fused-gpu or autograd")),
+            choice({"auto", "fused-cpu", "fused", "fused-gpu", "autograd"},
+                   "must be auto, fused-cpu (or fused, its old name), fused-gpu or autograd")),
       field("train.cuda_graph", &Config::train, &TrainConfig::cuda_graph, S::machine,
             "on a GPU: capture the whole training step (forward, backward, Adam) once as a CUDA graph and replay "
             "it; false runs the same step uncaptured. No effect on the CPU"),

@@ -227,6 +227,9 @@ Config config_from_checked_json(const json& j) {
   if (o.fire_threshold == 0) o.fire_threshold = static_cast<double>(c.task.context);
   // The position IDs' range defaults to the longest evaluated context, likewise.
   if (position_ids_vary(o) && o.position_range == 0) o.position_range = longest_eval_context(c.eval, c.task);
+  // train.step = fused, the old name of fused-cpu (the CPU's hand-written step, beside
+  // fused-gpu): read from saved configs and given keys, resolved so that no config says it.
+  if (c.train.step == "fused") c.train.step = "fused-cpu";
   return c;
 }
 

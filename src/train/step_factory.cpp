@@ -12,8 +12,8 @@
 namespace copytask {
 
 std::string training_step_refusal(const TrainConfig& train, const c10::Device& device) {
-  if (train.step == "fused" && device.is_cuda())
-    return "train.step = \"fused\": the fused step runs on the CPU only, and train.device resolves to " +
+  if (train.step == "fused-cpu" && device.is_cuda())
+    return "train.step = \"fused-cpu\": the fused CPU step runs on the CPU only, and train.device resolves to " +
            device.str() + " here; set train.step=auto (the GPU's device step) or train.step=autograd, or "
            "train.device=cpu";
   if (train.step == "fused-gpu" && !device.is_cuda())
@@ -24,8 +24,8 @@ std::string training_step_refusal(const TrainConfig& train, const c10::Device& d
 }
 
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train) {
-  if (train.step != "auto" && train.step != "fused" && train.step != "fused-gpu" && train.step != "autograd")
-    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused, fused-gpu or autograd");
+  if (train.step != "auto" && train.step != "fused-cpu" && train.step != "fused-gpu" && train.step != "autograd")
+    throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused-cpu, fused-gpu or autograd");
   const std::string refusal = training_step_refusal(train, model->device());
   if (!refusal.empty()) throw ConfigError(refusal);
   if (train.step == "fused-gpu") {
@@ -45,8 +45,8 @@ std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData
   if (train.step == "autograd") return std::make_unique<AutogradStep>(model, data, train);
   const std::string unsupported = fused_cpu_unsupported(*model);
   if (unsupported.empty()) return std::make_unique<FusedCpuStep>(model, data, train);
-  if (train.step == "fused")
-    throw ConfigError("train.step = \"fused\": the fused CPU step cannot run this model (" + unsupported +
+  if (train.step == "fused-cpu")
+    throw ConfigError("train.step = \"fused-cpu\": the fused CPU step cannot run this model (" + unsupported +
                       "); set train.step=auto to train it on the autograd step");
   // auto: never silently slower; a CPU batch off the fused step says why.
   return std::make_unique<AutogradStep>(model, data, train, kCpuChunkExamples,
