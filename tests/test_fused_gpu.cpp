@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -494,11 +495,30 @@ TEST(FusedGpu, ThePlannerKeepsTheKernelsMembersApartFromTheOthers) {
 // Every committed config's arms at every grid point: each whose scheme has kernel forms fits
 // the fused GPU step on an H100 or H200 (a tile of at least one example in a block's shared
 // memory), at its training context and table positions; the others say which hook keeps them
-// off it.
+// off it. The configs named below are larger than a block's shared memory holds: each is
+// refused saying so (on a GPU it trains on the device step), and when the kernel comes to
+// hold one, it leaves this list.
 TEST(FusedGpu, EveryCommittedConfigsKernelSchemesFitAHopperGpu) {
-  size_t fits = 0, refused = 0;
+  const std::map<std::string, std::string> too_large = {
+      // T = 42 at D 64, FF 128: one example's activations, 373 KB, over the 228 KB a multiprocessor has.
+      {"past-2N-kazemnejad-n20.json", "do not fit the"}};
+  size_t fits = 0, refused = 0, large = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(test::source_dir()) / "configs")) {
     if (entry.path().extension() != ".json") continue;
+    const auto large_one = too_large.find(entry.path().filename().string());
+    if (large_one != too_large.end()) {
+      const Config config = config_resolve(entry.path().string(), {});
+      for (const auto& scheme : config.compare.schemes) {
+        const Config arm = config_for_scheme(config, scheme);
+        const EncoderShape shape = encoder_shape_of(arm);
+        const MemberSpec member{scheme.name, 0, arm.model.positional, arm.model.causal, arm.model.positional_options};
+        Encoder model(shape, std::vector<MemberSpec>{member}, torch::kCPU);
+        EXPECT_NE(fused_gpu_unsupported(*model, shape.context).find(large_one->second), std::string::npos)
+            << entry.path().filename() << " " << scheme.name << " fits now: take it off the list";
+        ++large;
+      }
+      continue;
+    }
     const Config config = config_resolve(entry.path().string(), {});
     for (const auto& scheme : config.compare.schemes)
       for (const auto& point : grid_combinations(config.compare.grid)) {
@@ -518,7 +538,9 @@ TEST(FusedGpu, EveryCommittedConfigsKernelSchemesFitAHopperGpu) {
         }
       }
   }
-  std::printf("  committed configs' arms: %zu run on the fused GPU step, %zu refused by a hook\n", fits, refused);
+  std::printf("  committed configs' arms: %zu run on the fused GPU step, %zu refused by a hook, %zu too large\n", fits,
+              refused, large);
+  EXPECT_EQ(large, too_large.size()) << "every config of the list is there, with one arm at least";
   EXPECT_GT(fits, 20u);
 }
 
