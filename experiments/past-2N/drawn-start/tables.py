@@ -10,8 +10,8 @@ starts: each coupled arm's exact match over the trained lengths (k <= N) and at 
 eval.position_start=drawn`), the mean over seeds with its 95% interval
 (experiments/study_tables.py). differences: per arm and length, the largest difference of one
 seed's exact match between the two evaluations, and how many seed-lengths differ at all.
-retrained: FIRE's coupled arms trained again (drawn-start/fire-coupled) against the main
-study's committed members."""
+retrained: the main study's arms trained again here (FIRE's coupled arms, fire-coupled/; the
+absolute schemes' offset and coupled arms, absolute/) against its committed members."""
 import os
 import sys
 
@@ -25,17 +25,21 @@ LENGTHS = (N, 2 * N, 3 * N, 4 * N)
 # (the study, its committed folder, this folder's evaluation at drawn starts); FIRE's coupled
 # arms of the main study, trained again for their checkpoints, keep their files here.
 STUDIES = (("cho", "cho", "cho-drawn.json"), ("seeds-range", "seeds-range", "seeds-range-drawn.json"),
-           ("past-2N", os.path.join("drawn-start", "fire-coupled"), "fire-coupled-drawn.json"))
+           ("past-2N", os.path.join("drawn-start", "fire-coupled"), "fire-coupled-drawn.json"),
+           ("past-2N", os.path.join("drawn-start", "absolute"), "absolute-drawn.json"))
+# The main study's arms trained again here, each in its folder.
+RETRAINED = ("fire-coupled", "absolute")
 
 
 def pairs():
-    """(study, arm, its entry at start 0, its entry at drawn starts) for every coupled arm."""
+    """(study, arm, its entry at start 0, its entry at drawn starts) for every offset and
+    coupled arm."""
     out = []
     for study, folder, drawn_file in STUDIES:
         at_zero = st.load(os.path.join(PAST, folder), "results.json")["schemes"]
         drawn = st.load(HERE, drawn_file)["schemes"]
         for arm, entry in drawn.items():
-            if "coupled" in arm:
+            if "coupled" in arm or "offset" in arm:
                 out.append((study, arm, at_zero[arm], entry))
     return out
 
@@ -64,18 +68,20 @@ def differences_table():
 
 
 def retrained_table():
-    """FIRE's coupled arms trained again against the main study's committed members: per arm,
+    """The arms trained again against the main study's committed members: per arm,
     the seed-lengths (k = 1..20) whose exact match, token accuracy, token accuracy by output and
     wrong outputs by kind differ, and the largest difference of the losses (relative) and of the
     measurements of why (absolute)."""
     committed = st.load(PAST, "results.json")["schemes"]
-    again = st.load(os.path.join(PAST, "drawn-start", "fire-coupled"), "results.json")["schemes"]
-    print("| arm | seeds | seed-lengths differing: exact, token, by output, errors | losses, relative | "
-          "source attention | entropy |")
-    print("|---|---|---|---|---|---|")
+    again = {}
+    for folder in RETRAINED:
+        again.update(st.load(os.path.join(PAST, "drawn-start", folder), "results.json")["schemes"])
+    print("| arm | seeds | seed-lengths differing: exact, token, by output, errors | of them in exact | "
+          "losses, relative | source attention | entropy |")
+    print("|---|---|---|---|---|---|---|")
     for arm, entry in again.items():
         old = {run["seed"]: run for run in committed[arm]["runs"]}
-        differing, loss, attention, entropy = 0, 0.0, 0.0, 0.0
+        differing, in_exact, loss, attention, entropy = 0, 0, 0.0, 0.0, 0.0
         for run in st.runs_of(entry):
             then = old[run["seed"]]
             for key in ("final_loss", "test_loss"):
@@ -87,13 +93,15 @@ def retrained_table():
                     continue
                 if any(a.get(key) != b.get(key) for key in ("exact", "token", "token_by_output", "errors")):
                     differing += 1
+                in_exact += a.get("exact") != b.get("exact")
                 for key, worst in (("source_attention", "attention"), ("entropy", "entropy")):
                     for x, y in zip(sum(a.get(key, []), []), sum(b.get(key, []), [])):
                         if worst == "attention":
                             attention = max(attention, abs(x - y))
                         else:
                             entropy = max(entropy, abs(x - y))
-        print("| %s | %d | %d | %.1e | %.4f | %.4f |" % (arm, len(entry["runs"]), differing, loss, attention, entropy))
+        print("| %s | %d | %d | %d | %.1e | %.4f | %.4f |" % (arm, len(entry["runs"]), differing, in_exact, loss,
+                                                             attention, entropy))
 
 
 if __name__ == "__main__":
