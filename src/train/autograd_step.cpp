@@ -12,12 +12,11 @@ AutogradStep::AutogradStep(Encoder& model, const TrainData& data, const TrainCon
     : model_(model),
       adam_(model->parameters(), train.lr),
       batches_(model->members(), data, train.batch_size),
-      positions_(data.train_inputs.size(1)),
       cpu_chunk_examples_(std::max<int64_t>(1, cpu_chunk_examples)),
       fallback_reason_(std::move(fallback_reason)) {}
 
 torch::Tensor AutogradStep::run() {
-  const int64_t B = batches_.batch_size(), T = positions_;
+  const int64_t B = batches_.batch_size();
   const StepBatch batch = batches_.next();  // (M, B, T)
   model_->train();
   // This step's dropout masks, for the whole batch: chunks take their examples' share.

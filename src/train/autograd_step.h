@@ -42,7 +42,6 @@ class AutogradStep final : public TrainingStep {
   Encoder& model_;
   HostAdam adam_;
   StepBatches batches_;
-  int64_t positions_;           // T
   int64_t cpu_chunk_examples_;  // full batch on the CPU: examples per member per chunk
   std::string fallback_reason_;
 };
