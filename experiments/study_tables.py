@@ -233,3 +233,16 @@ def print_tables(tables, names):
         if i:
             print()
         tables[name]()
+
+
+def paired_exact_table(column, pairs, labels, lengths):
+    """Prints each (study, arm, first, second) of `pairs` as two rows, the arm's exact match
+    over the trained lengths and at each of `lengths` under `first` and then `second`, each
+    row named in a column headed `column` by its entry of `labels` (one per side)."""
+    heads = " | ".join("k = %d" % k for k in lengths)
+    print("| study | arm | %s | exact k <= N | %s |" % (column, heads))
+    print("|---|---|---|---|" + "---|" * len(lengths))
+    for study, arm, first, second in pairs:
+        for label, entry in zip(labels, (first, second)):
+            cells = " | ".join(cell(per_seed(entry, k, "exact")) for k in lengths)
+            print("| %s | %s | %s | %s | %s |" % (study, arm, label, cell(trained_exact(entry)), cells))

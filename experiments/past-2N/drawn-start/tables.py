@@ -45,13 +45,7 @@ def pairs():
 
 
 def starts_table():
-    heads = " | ".join("k = %d" % k for k in LENGTHS)
-    print("| study | arm | start | exact k <= N | %s |" % heads)
-    print("|---|---|---|---|" + "---|" * len(LENGTHS))
-    for study, arm, zero, drawn in pairs():
-        for start, entry in (("0", zero), ("drawn", drawn)):
-            cells = " | ".join(st.cell(st.per_seed(entry, k, "exact")) for k in LENGTHS)
-            print("| %s | %s | %s | %s | %s |" % (study, arm, start, st.cell(st.trained_exact(entry)), cells))
+    st.paired_exact_table("start", pairs(), ("0", "drawn"), LENGTHS)
 
 
 def differences_table():

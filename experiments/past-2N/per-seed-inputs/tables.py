@@ -37,13 +37,7 @@ def pairs():
 
 
 def means_table():
-    heads = " | ".join("k = %d" % k for k in LENGTHS)
-    print("| study | arm | inputs | exact k <= N | %s |" % heads)
-    print("|---|---|---|---|" + "---|" * len(LENGTHS))
-    for study, arm, shared, own in pairs():
-        for inputs, entry in (("shared", shared), ("per-seed", own)):
-            cells = " | ".join(st.cell(st.per_seed(entry, k, "exact")) for k in LENGTHS)
-            print("| %s | %s | %s | %s | %s |" % (study, arm, inputs, st.cell(st.trained_exact(entry)), cells))
+    st.paired_exact_table("inputs", pairs(), ("shared", "per-seed"), LENGTHS)
 
 
 def cells():
