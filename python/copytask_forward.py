@@ -19,7 +19,8 @@ take it (dape without a score bias) and a checkpoint that does not fit its confi
 ValueError.
 
 The model (docs/design.md sections 1 and 2): token embedding (+ sinusoidal or learned
-positions), pre-LN blocks of attention and a ReLU feed-forward, a final LayerNorm and the
+positions), pre-LN blocks of attention and a feed-forward (its activation model["activation"]:
+relu, the default, or gelu; python/copytask_ref/layer_forms.py), a final LayerNorm and the
 head. Weights are stored (in, out): y = x @ W + b. Shapes: B batch, T positions, D embed,
 H heads, Dh = D / H, L blocks. Attention of block l, with a = LN1(x):
     q, k, v = a @ W_qkv (no bias); q, k rotated (rope, xpos), then scaled (xpos)

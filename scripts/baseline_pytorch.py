@@ -57,6 +57,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 SCHEMES = ["none", "sinusoidal", "learned", "rope", "alibi"]
+# model.activation's values (src/config/layer_form.cpp): torch's own functions, as a user
+# would write the model; gelu the exact (erf) form, torch's default.
+ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu}
 MIXED = ["none", "sinusoidal", "learned", "rope", "alibi", "alibi+causal"]  # the 6-scheme study
 
 
@@ -89,9 +92,10 @@ def rope(x, cos, sin):
 
 
 class Block(nn.Module):
-    def __init__(self, D, H, F_, p, positional, causal, T):
+    def __init__(self, D, H, F_, p, positional, causal, T, activation="relu"):
         super().__init__()
         self.H, self.Dh, self.positional = H, D // H, positional
+        self.activation = ACTIVATIONS[activation]
         self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
         self.qkv = nn.Linear(D, 3 * D, bias=False)
         self.proj = nn.Linear(D, D)
@@ -122,18 +126,18 @@ class Block(nn.Module):
         attn = self.drop(torch.softmax(scores, dim=-1))
         out = (attn @ v).transpose(1, 2).reshape(B, T, D)
         x = x + self.drop(self.proj(out))
-        return x + self.drop(self.fc2(self.drop(torch.relu(self.fc1(self.ln2(x))))))
+        return x + self.drop(self.fc2(self.drop(self.activation(self.fc1(self.ln2(x))))))
 
 
 class CopyTransformer(nn.Module):
-    def __init__(self, V, T, D, H, L, F_, p, positional, causal):
+    def __init__(self, V, T, D, H, L, F_, p, positional, causal, activation="relu"):
         super().__init__()
         assert positional in SCHEMES, positional
         self.positional = positional
         self.tok_emb = nn.Embedding(V, D)
         self.pos_emb = nn.Embedding(T, D)  # always there, as in copytask; used by "learned"
         self.register_buffer("pe", sinusoidal_table(T, D))
-        self.blocks = nn.ModuleList([Block(D, H, F_, p, positional, causal, T) for _ in range(L)])
+        self.blocks = nn.ModuleList([Block(D, H, F_, p, positional, causal, T, activation) for _ in range(L)])
         self.ln_f = nn.LayerNorm(D)
         self.head = nn.Linear(D, V)
 
@@ -171,7 +175,7 @@ def new_member(args, m, device):
     torch.manual_seed(args.seed + 1 + m)
     positional, causal = member_scheme(args, m)
     model = CopyTransformer(args.vocab, args.context, args.embed, args.heads, args.blocks, args.hidden,
-                            args.dropout, positional, causal).to(device)
+                            args.dropout, positional, causal, args.activation).to(device)
     model.train()
     return model
 
@@ -281,6 +285,8 @@ def main():
     ap.add_argument("--blocks", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--activation", default="relu", choices=sorted(ACTIVATIONS),
+                    help="model.activation: the feed-forward's nonlinearity")
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps per member")
     ap.add_argument("--steps", type=int, default=10, help="timed steps per member")

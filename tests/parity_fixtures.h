@@ -46,8 +46,33 @@ inline Fixture load_fixture(const std::string& variant, bool causal) {
   return load_fixture("parity_" + variant + (causal ? "_causal" : ""));
 }
 
+// The fixture's layer form: its config's layer-form keys ("activation": "gelu"), the
+// defaults where it has none, read as a config's model keys are.
+inline LayerForm form_of(const nlohmann::json& config) {
+  nlohmann::json dotted = nlohmann::json::object();
+  for (const std::string& key : layer_form_keys()) {
+    const std::string leaf = key.substr(key.find('.') + 1);
+    if (config.contains(leaf)) dotted[key] = config[leaf];
+  }
+  return layer_form_of(config_with_overrides(Config{}, dotted, "fixture"));
+}
+
+// The fixtures grouped by layer form (one batch per form: its members share it), each
+// group under layer_form_text, in file order.
+inline std::vector<std::pair<std::string, std::vector<Fixture>>> fixtures_by_form(std::vector<Fixture> fixtures) {
+  std::vector<std::pair<std::string, std::vector<Fixture>>> groups;
+  for (auto& fixture : fixtures) {
+    const std::string form = layer_form_text(form_of(fixture.json["config"]));
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == form; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {form, {}});
+    group->second.push_back(std::move(fixture));
+  }
+  return groups;
+}
+
 inline EncoderShape shape_of(const nlohmann::json& config) {
   EncoderShape shape;
+  shape.form = form_of(config);
   shape.vocab = config["vocab_size"];
   shape.context = config["context"];
   shape.embed = config["embed"];

@@ -26,13 +26,22 @@ namespace copytask {
 namespace {
 using namespace test::parity;
 
-// Every fixture as one member of a mixed batch on the GPU, loaded as the CPU's parity test
-// loads them (test_parity.cpp: eval mode, the fixtures' position IDs): logits, loss and every
-// gradient against the reference's, fixture by fixture.
+void check_on_the_gpu(const std::vector<Fixture>& fixtures);
+
+// Every fixture as one member of a mixed batch on the GPU, one batch per layer form, loaded
+// as the CPU's parity test loads them (test_parity.cpp: eval mode, the fixtures' position
+// IDs): logits, loss and every gradient against the reference's, fixture by fixture.
 TEST(Cuda, ParityFixturesOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
+  for (const auto& [form, group] : fixtures_by_form(std::move(fixtures))) {
+    SCOPED_TRACE("layer form " + form);
+    check_on_the_gpu(group);
+  }
+}
+
+void check_on_the_gpu(const std::vector<Fixture>& fixtures) {
   const int64_t M = static_cast<int64_t>(fixtures.size());
   LoadedBatch batch = loaded_batch(fixtures, test::kCuda);
   Encoder& model = batch.model;

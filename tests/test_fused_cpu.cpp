@@ -102,6 +102,32 @@ TEST_P(FusedCpu, SameLossAndGradientsAsAutogradForEverySchemeTwoHeadsWithDropout
   expect_fused_equals_autograd(test::small_shape(0.1), 70, true);
 }
 
+// Every layer form (config/layer_form.h) whose value lists the fused CPU step gives
+// autograd's loss and gradients on it, for every scheme; every other is refused before any
+// work, naming its key and value, and train.step = auto puts its batch on the autograd step.
+TEST_P(FusedCpu, EveryLayerFormItListsGivesAutogradsNumbersTheOthersAreRefused) {
+  for (const LayerForm& form : layer_forms_each_value()) {
+    SCOPED_TRACE(layer_form_text(form));
+    EncoderShape shape = test::small_shape(0.1);
+    shape.form = form;
+    if (layer_form_unsupported(form, kFusedCpuStep).empty()) {
+      expect_fused_equals_autograd(shape, 70, true);
+      continue;
+    }
+    Encoder model(shape, std::vector<MemberSpec>{{"rope", 0, "rope", false, test::small_options()}}, torch::kCPU);
+    const std::string why = fused_cpu_unsupported(*model);
+    EXPECT_EQ(why, layer_form_unsupported(form, kFusedCpuStep));
+    for (const LayerFormValue* value : layer_form_chosen(form))
+      if (!(value->steps & kFusedCpuStep)) {
+        EXPECT_NE(why.find(value->key + " = " + value->value), std::string::npos) << why;
+      }
+    TaskConfig task;
+    task.examples = 100;
+    const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+    EXPECT_EQ(training_step_make(model, data, TrainConfig{})->name(), "autograd");
+  }
+}
+
 TEST_P(FusedCpu, SameLossAndGradientsAsAutogradOneHeadReferenceShape) {
   EncoderShape shape;  // the reference model: embed 20, 1 head, 2 blocks, FF 32
   shape.dropout = 0.1;

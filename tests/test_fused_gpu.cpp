@@ -132,6 +132,28 @@ TEST(FusedGpu, EveryKernelSchemeTwoHeadsWithDropoutGivesAutogradsLossAndGradient
   expect_kernel_equals_autograd(test::small_shape(0.1), 70, true);
 }
 
+// Every layer form (config/layer_form.h) whose value lists the kernels gives autograd's
+// numbers through them; every other is refused before any work, naming its key and value,
+// and under train.step = fused-gpu its batch stays on the device step.
+TEST(FusedGpu, EveryLayerFormItListsGivesAutogradsNumbersTheOthersAreRefused) {
+  for (const LayerForm& form : layer_forms_each_value()) {
+    SCOPED_TRACE(layer_form_text(form));
+    EncoderShape shape = test::small_shape(0.1);
+    shape.form = form;
+    if (layer_form_fused_gpu_problem(form).empty()) {
+      expect_kernel_equals_autograd(shape, 70, true);
+      continue;
+    }
+    Encoder model(shape, kernel_members(shape), torch::kCPU);
+    const std::string why = fused_gpu_unsupported(*model, shape.context);
+    EXPECT_EQ(why, layer_form_fused_gpu_problem(form));
+    for (const LayerFormValue* value : layer_form_chosen(form))
+      if (!value->fused_gpu) {
+        EXPECT_NE(why.find(value->key + " = " + value->value), std::string::npos) << why;
+      }
+  }
+}
+
 TEST(FusedGpu, TheReferenceShapeGivesAutogradsLossAndGradients) {
   EncoderShape shape;  // the reference model: embed 20, 1 head, 2 blocks, FF 32
   shape.dropout = 0.1;
@@ -172,7 +194,9 @@ TEST(FusedGpu, ThePytorchReferencesFixturesThroughTheKernels) {
     Fixture fixture = load_fixture(name);
     const auto& config = fixture.json["config"];
     const MemberSpec member{name, 0, config["positional"], config["causal"], options_of(config)};
-    if (has_kernel_forms(member, shape_of(config))) fixtures.push_back(std::move(fixture));
+    // A layer form the kernels do not compute is refused (the test of layer forms below).
+    if (has_kernel_forms(member, shape_of(config)) && layer_form_fused_gpu_problem(form_of(config)).empty())
+      fixtures.push_back(std::move(fixture));
   }
   ASSERT_GE(fixtures.size(), 10u);
   LoadedBatch batch = loaded_batch(fixtures);

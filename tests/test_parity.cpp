@@ -23,12 +23,26 @@ using namespace test::parity;
 class Parity : public test::CpuVariantTest {};
 INSTANTIATE_CPU_VARIANTS(Parity);
 
-// Loads every fixture into its own member of ONE mixed batch, so the test checks each
-// scheme and the member machinery (per-member schemes, masks, gradients) at once.
+void check_mixed_batch(const std::vector<Fixture>& fixtures);
+
+// Every layer form (config/layer_form.h) has a fixture: the default's are the scheme
+// fixtures, each other value's a variant with it (python/copytask_ref/layer_forms.py).
+void expect_every_layer_form_covered(const std::vector<std::pair<std::string, std::vector<Fixture>>>& groups,
+                                     unsigned step) {
+  for (const LayerForm& form : layer_forms_each_value()) {
+    if (step && !layer_form_unsupported(form, step).empty()) continue;
+    const std::string text = layer_form_text(form);
+    EXPECT_TRUE(std::any_of(groups.begin(), groups.end(), [&](const auto& g) { return g.first == text; }))
+        << "layer form " << text << " has no fixture: declare a Variant with it (docs/adding-a-layer-form.md)";
+  }
+}
+
+// Loads every fixture into its own member of a mixed batch, one batch per layer form, so
+// the test checks each scheme and the member machinery (per-member schemes, masks,
+// gradients) at once.
 TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) fixtures.push_back(load_fixture(name));
-  const int64_t M = static_cast<int64_t>(fixtures.size());
   const EncoderShape shape = shape_of(fixtures[0].json["config"]);
   const std::vector<MemberSpec> members = fixture_members(fixtures);
   // Every registered scheme and option has fixtures, and every scheme with the causal mask on
@@ -48,6 +62,19 @@ TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
     EXPECT_TRUE(std::any_of(members.begin(), members.end(),
                             [&](const MemberSpec& member) { return option.enabled(member.options); }))
         << "option " << option.key << " has no fixture";
+  const auto groups = fixtures_by_form(std::move(fixtures));
+  expect_every_layer_form_covered(groups, 0);
+  for (const auto& [form, group] : groups) {
+    SCOPED_TRACE("layer form " + form);
+    std::printf("layer form %s: %zu fixtures\n", form.c_str(), group.size());
+    check_mixed_batch(group);
+  }
+}
+
+// The fixtures of one layer form as the members of ONE batch on the LibTorch model.
+void check_mixed_batch(const std::vector<Fixture>& fixtures) {
+  const int64_t M = static_cast<int64_t>(fixtures.size());
+  const std::vector<MemberSpec> members = fixture_members(fixtures);
   LoadedBatch batch = loaded_batch(fixtures);
   Encoder& model = batch.model;
   const auto& tokens = batch.tokens;
@@ -104,6 +131,8 @@ TEST_P(Parity, EveryFixtureAsOneMemberOfAMixedBatch) {
 // The hand-written CPU step (model/fused_cpu.h) against the fixtures of every scheme that has
 // one (a scheme may train on the autograd step only: StepSupport, model/positional.h): the
 // tables in, their gradients out and on to the schemes' parameters; and its forward pass.
+void check_fused_batch(const std::vector<Fixture>& fixtures);
+
 TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) {
@@ -113,8 +142,23 @@ TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
       fixtures.push_back(std::move(fixture));
   }
   ASSERT_FALSE(fixtures.empty());
+  // Every layer form the fused step lists as its own has a fixture it is checked on.
+  const auto groups = fixtures_by_form(std::move(fixtures));
+  expect_every_layer_form_covered(groups, kFusedCpuStep);
+  for (const auto& [form, group] : groups) {
+    SCOPED_TRACE("layer form " + form);
+    const std::string unsupported = layer_form_unsupported(form_of(group[0].json["config"]), kFusedCpuStep);
+    if (!unsupported.empty()) {
+      std::printf("layer form %s: not on the fused step (%s)\n", form.c_str(), unsupported.c_str());
+      continue;
+    }
+    check_fused_batch(group);
+  }
+}
+
+// The fixtures of one layer form as ONE batch on the fused CPU step.
+void check_fused_batch(const std::vector<Fixture>& fixtures) {
   const int64_t M = static_cast<int64_t>(fixtures.size());
-  const EncoderShape shape = shape_of(fixtures[0].json["config"]);
   LoadedBatch batch = loaded_batch(fixtures);
   Encoder& model = batch.model;
   const auto& tokens = batch.tokens;

@@ -15,7 +15,7 @@ Model (pre-LN transformer encoder, no dropout):
     x = tok_emb[tokens]   (+ sinusoidal PE | + positional.table, for those schemes)
     for each block l:
         x = x + Attn_l(LN1(x))  # see below
-        x = x + FF(LN2(x))      # relu MLP
+        x = x + FF(LN2(x))      # MLP, its activation model.activation (layer_forms.py)
     logits = LN_f(x) @ W_head + b_head
     loss = mean cross-entropy over all B*T positions
 

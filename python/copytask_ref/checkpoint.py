@@ -44,7 +44,8 @@ def model_from_checkpoint(params, model, T):
     vocab, embed = found["tok_emb"].shape
     config = ModelConfig(vocab=vocab, context=model.get("context"), embed=embed, heads=model["heads"],
                          blocks=model["blocks"], hidden=found["blocks.0.ff.fc1.weight"].shape[1],
-                         positional=scheme.name, causal=bool(model["causal"]), options=options)
+                         positional=scheme.name, causal=bool(model["causal"]), options=options,
+                         activation=model.get("activation", "relu"))
     config = scheme.from_checkpoint(config, found)
     if config.context is None:
         config = dataclasses.replace(config, context=T)

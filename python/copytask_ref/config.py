@@ -1,4 +1,4 @@
-"""A model's configuration: its sizes, its positional scheme and the scheme's options."""
+"""A model's configuration: its sizes, its positional scheme and the scheme's options, its layer form."""
 
 from dataclasses import dataclass
 
@@ -16,6 +16,7 @@ class ModelConfig:
     positional: str     # the scheme's name
     causal: bool
     options: dict       # every key the scheme and its options read, over their defaults
+    activation: str = "relu"   # model.activation: the feed-forward's nonlinearity (layer_forms.py)
 
     @property
     def head_dim(self):

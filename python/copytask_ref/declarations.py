@@ -44,6 +44,9 @@ class Variant:
     # copy batch with an end token of its own, only the outputs and the end in the loss (the
     # other targets -1), and under coupled IDs Cho et al.'s places (position_ids.cho_places).
     convention: str = ""
+    # The layer forms it takes other than the defaults (layer_forms.KEYS): {"activation":
+    # "gelu"}; written to the fixture's config. Every value of every key has a fixture.
+    layer: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

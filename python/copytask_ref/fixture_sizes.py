@@ -18,4 +18,5 @@ def fixture_config(variant, causal):
     scheme and options do not read is an error)."""
     options = registry.resolve_options(variant.scheme, variant.options, causal, strict=True)
     return ModelConfig(vocab=VOCAB, context=CONTEXT, embed=EMBED, heads=HEADS, blocks=BLOCKS,
-                       hidden=HIDDEN, positional=variant.scheme, causal=causal, options=options)
+                       hidden=HIDDEN, positional=variant.scheme, causal=causal, options=options,
+                       **variant.layer)

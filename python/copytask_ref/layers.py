@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from copytask_ref import draws
+from copytask_ref import draws, layer_forms
 
 LN_EPS = 1e-5
 
@@ -46,8 +46,9 @@ class Linear(nn.Module):
 
 
 class FeedForward(nn.Module):
-    def __init__(self, D, hidden, dtype):
+    def __init__(self, D, hidden, dtype, activation="relu"):
         super().__init__()
+        self.activation = layer_forms.activation(activation)
         self.fc1 = Linear(D, hidden, dtype)
         self.fc2 = Linear(hidden, D, dtype)
 
@@ -56,4 +57,4 @@ class FeedForward(nn.Module):
         self.fc2.draw(gen)
 
     def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+        return self.fc2(self.activation(self.fc1(x)))

@@ -22,12 +22,12 @@ def build_positional(config, dtype):
 
 
 class Block(nn.Module):
-    def __init__(self, D, H, hidden, causal, dtype, index=0):
+    def __init__(self, D, H, hidden, causal, dtype, index=0, activation="relu"):
         super().__init__()
         self.ln1 = LayerNorm(D, dtype)
         self.attn = Attention(D, H, causal, dtype, index)
         self.ln2 = LayerNorm(D, dtype)
-        self.ff = FeedForward(D, hidden, dtype)
+        self.ff = FeedForward(D, hidden, dtype, activation)
 
     def draw(self, gen):
         self.ln1.draw(gen)
@@ -53,7 +53,7 @@ class CopyTransformer(nn.Module):
         self.tok_emb = draws.empty_parameter((config.vocab, D), dtype)
         # One module for the whole model: its parameters are "positional.<name>".
         self.positional = build_positional(config, dtype)
-        self.blocks = nn.ModuleList([Block(D, config.heads, config.hidden, config.causal, dtype, l)
+        self.blocks = nn.ModuleList([Block(D, config.heads, config.hidden, config.causal, dtype, l, config.activation)
                                      for l in range(config.blocks)])
         self.ln_f = LayerNorm(D, dtype)
         self.head = Linear(D, config.vocab, dtype)

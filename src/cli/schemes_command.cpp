@@ -1,5 +1,5 @@
-// copytask schemes [--json]: the registry of positional schemes and options, as Markdown
-// tables or JSON. The Python reference's modules and the fixtures are checked against this
+// copytask schemes [--json]: the registry of positional schemes and options, and the layer
+// forms (config/layer_form.h), as Markdown tables or JSON. The Python reference's modules and the fixtures are checked against this
 // output (ctest python_reference_registry), docs/schemes.md against the registry itself
 // (tests/test_scheme_docs.cpp), so the registry (src/model/schemes/registry.cpp) is the one
 // place a scheme is named.
@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "config/layer_form.h"
 #include "model/positional.h"
 
 namespace copytask {
@@ -67,7 +68,13 @@ nlohmann::json registry_json() {
                        {"summary", option.summary},
                        {"steps", step_names(option.steps)},
                        {"schemes", option_schemes(option)}});
-  return {{"schemes", schemes}, {"options", options}};
+  nlohmann::json forms = nlohmann::json::array();
+  for (const auto& value : layer_form_values()) {
+    std::vector<std::string> steps = step_names(value.steps);
+    if (value.fused_gpu) steps.push_back("fused_gpu");
+    forms.push_back({{"key", value.key}, {"value", value.value}, {"summary", value.summary}, {"steps", steps}});
+  }
+  return {{"schemes", schemes}, {"options", options}, {"layer_forms", forms}};
 }
 
 // A table cell: a '|' in the text (KERPLE's |i - j|) would end the cell.
@@ -86,6 +93,12 @@ std::string registry_markdown() {
   for (const auto& option : positional_option_registry())
     out += "| `model." + option.key + "` | " + cell(option.summary) + " | " + joined(option_schemes(option)) + " | " +
            joined(step_names(option.steps)) + " |\n";
+  out += "\n| layer form | what it is | steps |\n|---|---|---|\n";
+  for (const auto& value : layer_form_values()) {
+    std::vector<std::string> steps = step_names(value.steps);
+    if (value.fused_gpu) steps.push_back("fused_gpu");
+    out += "| `" + value.key + "=" + value.value + "` | " + cell(value.summary) + " | " + joined(steps) + " |\n";
+  }
   return out;
 }
 }  // namespace

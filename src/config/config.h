@@ -76,6 +76,7 @@ struct ModelConfig {
   int64_t heads = 1;        // H, must divide embed
   int64_t blocks = 2;       // pre-LN transformer blocks
   int64_t hidden = 32;      // F, feed-forward hidden width
+  std::string activation = "relu";  // the feed-forward's nonlinearity: a layer form (config/layer_form.h)
   double dropout = 0.1;
   std::string positional = "sinusoidal";  // a scheme of the registry: none, sinusoidal, learned, rope, alibi, t5, ...
   bool causal = false;      // attention mask: position i sees only j <= i

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "config/compare_json.h"
+#include "config/layer_form.h"
 #include "task/task_kind.h"
 
 namespace copytask {
@@ -32,6 +33,14 @@ Range choice(std::vector<std::string> values, std::string rule) {
   return {std::move(rule), [values](const json& v) {
             return std::find(values.begin(), values.end(), v.get<std::string>()) != values.end();
           }};
+}
+
+// A choice whose rule lists its values: "must be relu or gelu".
+Range choice_of(std::vector<std::string> values) {
+  std::string rule = "must be ";
+  for (size_t i = 0; i < values.size(); ++i)
+    rule += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  return choice(values, rule);
 }
 
 // A field that is a member of one of Config's sections: config.*section.*member.
@@ -166,6 +175,11 @@ std::vector<ConfigField> make_fields() {
             ints(1, 64, "must be 1..64")),
       field("model.hidden", &Config::model, &ModelConfig::hidden, S::scheme, "F, the feed-forward hidden width",
             ints(1, 65536, "must be 1..65536")),
+      field("model.activation", &Config::model, &ModelConfig::activation, S::scheme,
+            "the feed-forward's nonlinearity, hidden = f(fc1(x)): `relu`, or `gelu` (x Phi(x), the exact erf "
+            "form); a layer form (docs/adding-a-layer-form.md). The fused GPU step computes relu only: a gelu "
+            "batch runs on the device step there",
+            choice_of(layer_form_choices("model.activation"))),
       field("model.dropout", &Config::model, &ModelConfig::dropout, S::scheme,
             "on the attention weights, after the attention projection, inside and after the FF",
             reals([](double x) { return x >= 0 && x < 1; }, "must be in [0, 1)")),

@@ -15,6 +15,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "config/layer_form.h"
 #include "model/cpu_variant.h"
 
 #define COPYTASK_INLINE inline __attribute__((always_inline))
@@ -805,6 +806,44 @@ COPYTASK_INLINE void relu_backward(const float* pre, const float* mask, const fl
     for (int64_t t = 0; t < n; ++t) grad_pre[t] = (pre[t] > 0.0f ? grad_out[t] : 0.0f) * mask[t];
   else
     for (int64_t t = 0; t < n; ++t) grad_pre[t] = pre[t] > 0.0f ? grad_out[t] : 0.0f;
+}
+
+// out (n) = gelu(pre) * mask, gelu(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form).
+COPYTASK_INLINE void gelu_forward(const float* pre, const float* mask, float* out, int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  for (int64_t t = 0; t < n; ++t) {
+    const float x = pre[t], g = 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+    out[t] = mask ? g * mask[t] : g;
+  }
+}
+
+// grad_pre (n) = grad_out through the mask and the GELU: d gelu / dx = Phi(x) + x phi(x).
+COPYTASK_INLINE void gelu_backward(const float* pre, const float* mask, const float* grad_out, float* grad_pre,
+                                   int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
+  for (int64_t t = 0; t < n; ++t) {
+    const float x = pre[t];
+    const float slope = 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+    const float g = grad_out[t] * slope;
+    grad_pre[t] = mask ? g * mask[t] : g;
+  }
+}
+
+// The feed-forward's activation f (model.activation), forward and backward: one case per
+// value of config/layer_form.h that lists the fused CPU step among its steps.
+COPYTASK_INLINE void activation_forward(Activation f, const float* pre, const float* mask, float* out, int64_t n) {
+  switch (f) {
+    case Activation::relu: relu_forward(pre, mask, out, n); return;
+    case Activation::gelu: gelu_forward(pre, mask, out, n); return;
+  }
+}
+
+COPYTASK_INLINE void activation_backward(Activation f, const float* pre, const float* mask, const float* grad_out,
+                                         float* grad_pre, int64_t n) {
+  switch (f) {
+    case Activation::relu: relu_backward(pre, mask, grad_out, grad_pre, n); return;
+    case Activation::gelu: gelu_backward(pre, mask, grad_out, grad_pre, n); return;
+  }
 }
 
 // ---- Cross-entropy -----------------------------------------------------------------------------

@@ -60,13 +60,19 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const AttentionCont
   return proj->forward(merged);                                            // (M, B, T, D)
 }
 
-FeedForwardImpl::FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden) {
+FeedForwardImpl::FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden, Activation activation_)
+    : activation(activation_) {
   fc1 = register_module("fc1", StackedLinear(members, embed, hidden, /*with_bias=*/true));
   fc2 = register_module("fc2", StackedLinear(members, hidden, embed, /*with_bias=*/true));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, const torch::Tensor& hidden_dropout) {
-  auto hidden = torch::relu(fc1->forward(x));                  // (M, B, T, F)
+  auto pre = fc1->forward(x);                                  // (M, B, T, F)
+  torch::Tensor hidden;
+  switch (activation) {  // every value of model.activation (config/layer_form.h)
+    case Activation::relu: hidden = torch::relu(pre); break;
+    case Activation::gelu: hidden = torch::gelu(pre); break;  // approximate = "none": the erf form
+  }
   if (hidden_dropout.defined()) hidden = hidden * hidden_dropout;
   return fc2->forward(hidden);                                 // (M, B, T, D)
 }
@@ -75,7 +81,7 @@ BlockImpl::BlockImpl(int64_t members, const EncoderShape& shape, int64_t index_)
   ln1 = register_module("ln1", StackedLayerNorm(members, shape.embed));
   attn = register_module("attn", Attention(members, shape.embed, shape.heads));
   ln2 = register_module("ln2", StackedLayerNorm(members, shape.embed));
-  ff = register_module("ff", FeedForward(members, shape.embed, shape.hidden));
+  ff = register_module("ff", FeedForward(members, shape.embed, shape.hidden, shape.form.activation));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const AttentionContext& context, const DropoutMasks* masks,

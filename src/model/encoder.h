@@ -63,10 +63,11 @@ TORCH_MODULE(Attention);
 
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden);
+  FeedForwardImpl(int64_t members, int64_t embed, int64_t hidden, Activation activation);
   // x: (M, B, T, D) -> same; hidden_dropout: (M, B, T, F) or undefined.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& hidden_dropout);
   StackedLinear fc1{nullptr}, fc2{nullptr};
+  Activation activation;
 };
 TORCH_MODULE(FeedForward);
 

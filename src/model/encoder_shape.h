@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/layer_form.h"
 
 namespace copytask {
 
@@ -17,6 +18,9 @@ struct EncoderShape {
   double task_noise = 0.5;
   // task.format: under next-token, evaluation generates the outputs (train/evaluate.h).
   std::string task_format = "placeholders";
+  // Every other choice of a block's arithmetic (model.activation, ...): each step says which
+  // forms it computes and refuses the rest (config/layer_form.h).
+  LayerForm form;
   int64_t head_dim() const { return embed / heads; }
   // The task's layout rules at this vocabulary and context.
   TaskConfig task() const {
@@ -33,8 +37,9 @@ struct EncoderShape {
 // The shape a config asks for (task.vocab_size, task.context, task.kind, task.noise,
 // task.format, model.*).
 inline EncoderShape encoder_shape_of(const Config& c) {
-  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads, c.model.blocks,
-                      c.model.hidden,    c.model.dropout, c.task.kind,  c.task.noise,  c.task.format};
+  return EncoderShape{c.task.vocab_size, c.task.context, c.model.embed, c.model.heads,  c.model.blocks,
+                      c.model.hidden,    c.model.dropout, c.task.kind,  c.task.noise,   c.task.format,
+                      layer_form_of(c)};
 }
 
 }  // namespace copytask

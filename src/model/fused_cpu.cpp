@@ -78,6 +78,7 @@ struct MemberConstants {
   std::vector<std::vector<float>> weight;      // per parameter index (weights only): (I, O) + slack
   std::vector<std::vector<float>> transposed;  // per parameter index (weights only): (O, I) + slack
   bool causal = false;
+  Activation activation = Activation::relu;    // the feed-forward's (model.activation)
   const DropoutStream* stream = nullptr;       // this step's dropout masks, or null
   int64_t member = 0;                          // the member's index in the stream
   // The member's hooks, in the registry's order, and for each: where its floats start in
@@ -102,7 +103,7 @@ class GroupWorkspace {
  public:
   // The parts of one block's activations, and of the tail after the blocks, in their order.
   enum BlockPart {
-    kBlockNormalized1, kBlockRstd1, kBlockAttnIn, kBlockQkv, kBlockWeights, kBlockMixed, kBlockNormalized2, kBlockRstd2, kBlockFfIn, kBlockPreRelu, kBlockHidden,
+    kBlockNormalized1, kBlockRstd1, kBlockAttnIn, kBlockQkv, kBlockWeights, kBlockMixed, kBlockNormalized2, kBlockRstd2, kBlockFfIn, kBlockPreActivation, kBlockHidden,
     kBlockWeightsMask, kBlockAttentionOutputMask, kBlockHiddenMask, kBlockFeedForwardOutputMask, kBlockParts
   };
   enum TailPart {
@@ -123,7 +124,7 @@ class GroupWorkspace {
     block[kBlockNormalized2] = {"normalized2", TD};
     block[kBlockRstd2] = {"rstd2", s.T};
     block[kBlockFfIn] = {"ff_in", TD};
-    block[kBlockPreRelu] = {"pre_relu", TF};
+    block[kBlockPreActivation] = {"pre_activation", TF};
     block[kBlockHidden] = {"hidden", TF};
     block[kBlockWeightsMask] = {"dropout mask of the attention weights", HTT};
     block[kBlockAttentionOutputMask] = {"dropout mask of the attention output", TD};
@@ -161,7 +162,7 @@ class GroupWorkspace {
   }
   // Block l's activations and its dropout masks, from example g's.
   struct Block {
-    float *normalized1, *rstd1, *attn_in, *qkv, *weights, *mixed, *normalized2, *rstd2, *ff_in, *pre_relu, *hidden;
+    float *normalized1, *rstd1, *attn_in, *qkv, *weights, *mixed, *normalized2, *rstd2, *ff_in, *pre_activation, *hidden;
     float* masks[kDropoutSites];
   };
   Block block(int64_t l, int64_t g = 0) {
@@ -179,7 +180,7 @@ class GroupWorkspace {
     b.normalized2 = at(kBlockNormalized2);
     b.rstd2 = at(kBlockRstd2);
     b.ff_in = at(kBlockFfIn);
-    b.pre_relu = at(kBlockPreRelu);
+    b.pre_activation = at(kBlockPreActivation);
     b.hidden = at(kBlockHidden);
     b.masks[kAttentionWeights] = at(kBlockWeightsMask);
     b.masks[kAttentionOutput] = at(kBlockAttentionOutputMask);
@@ -379,12 +380,12 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
   linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, rows,
                         D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), RD);
-  // x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
+  // x += dropout(fc2(dropout(f(fc1(ln2(x)))))), f the activation.
   layernorm_forward(x, c.value[block_index(l, kLn2W)], c.value[block_index(l, kLn2B)], a.normalized2, a.rstd2, a.ff_in,
                     rows, D);
-  linear_forward<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)], a.pre_relu, rows,
+  linear_forward<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)], a.pre_activation, rows,
                         D, F);
-  relu_forward(a.pre_relu, mask(kHidden), a.hidden, RF);
+  activation_forward(c.activation, a.pre_activation, mask(kHidden), a.hidden, RF);
   linear_forward<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)], scratch, rows,
                         F, D);
   residual_forward(x, scratch, mask(kFeedForwardOutput), RD);
@@ -409,7 +410,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   residual_backward(t.grad_x, mask(kFeedForwardOutput), t.grad_a, RD);
   linear_backward<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden, rows, F,
                          D);
-  relu_backward(a.pre_relu, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
+  activation_backward(c.activation, a.pre_activation, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
   linear_backward<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, rows, D, F);
   layernorm_backward(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W), grad_of(kLn2B),
                      t.grad_x, rows, D, t.scratch);
@@ -627,6 +628,7 @@ std::vector<MemberConstants> member_constants(EncoderImpl& model, const Paramete
     for (size_t j = 0; j < parameters.tensors.size(); ++j) c.value.push_back(parameters.value(static_cast<int>(j), m));
     member_weights_copy(parameters, s, c);
     c.causal = model.members()[m].causal;
+    c.activation = model.shape().form.activation;
     if (masks) c.stream = masks->stream();
     c.member = m;
     const int64_t work = member_hooks_make(tables, s, table_grads, gathers, m, c, slot_size);
@@ -654,6 +656,8 @@ PositionalTables plain_tables(const PositionalTables& tables) {
 std::string fused_cpu_unsupported(const EncoderImpl& model) {
   if (!model.device().is_cpu()) return "the model is not on the CPU";
   if (model.tok_emb.scalar_type() != torch::kFloat32) return "the model is not float32";
+  const std::string form = layer_form_unsupported(model.shape().form, kFusedCpuStep);
+  if (!form.empty()) return form;
   for (const auto& member : model.members())
     if (!(positional_steps(member.positional, member.options) & kFusedCpuStep))
       return "member " + member.arm + "'s positional scheme " + member.positional + " has no fused CPU step";

@@ -77,6 +77,8 @@ std::string fused_gpu_unsupported(EncoderImpl& model, int64_t T, const FusedGpuE
   if (model.device().is_cuda() && !COPYTASK_CUDA_KERNELS())
     return "this build has no CUDA kernels of its own (CMake printed \"copytask's CUDA kernels: OFF\")";
   if (!model.device().is_cuda() && !model.device().is_cpu()) return "the model is neither on a GPU nor on the CPU";
+  const std::string form = layer_form_fused_gpu_problem(model.shape().form);
+  if (!form.empty()) return form;
   if (model.shape().blocks > kernels::kMaxBlocks)
     return "model.blocks = " + std::to_string(model.shape().blocks) + ": the kernel holds at most " +
            std::to_string(kernels::kMaxBlocks) + " blocks";

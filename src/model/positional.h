@@ -43,6 +43,7 @@
 #include "config/config.h"
 #include "config/scheme_rules.h"
 #include "model/hooks/hook.h"
+#include "config/step_support.h"
 
 namespace at {
 struct Generator;
@@ -140,9 +141,6 @@ class PositionalScheme : public torch::nn::Module {
   std::vector<std::shared_ptr<PositionalScheme>> options_;
 };
 
-// Which training steps can run a scheme or option (docs/design.md section 3). A study puts
-// members that need different steps into different batches.
-enum StepSupport : unsigned { kFusedCpuStep = 1, kAutogradStep = 2, kDeviceStep = 4, kEveryStep = 7 };
 
 // One scheme of the registry: its name (as in model.positional), a line saying what it is,
 // why a model config cannot run it ("" when it can), the steps that can run it, and how to

@@ -27,7 +27,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "python")))
 from copytask_forward import forward  # noqa: E402
-from copytask_ref import variants  # noqa: E402
+from copytask_ref import layer_forms, variants  # noqa: E402
 
 TOLERANCE = 1e-4
 
@@ -41,6 +41,7 @@ def check(path):
     config = fixture["config"]
     params = {name: tensor(entry).float()[None] for name, entry in fixture["params"].items()}
     model = {key: config[key] for key in ("embed", "heads", "blocks", "hidden", "positional", "causal")}
+    model.update({key: config[key] for key in layer_forms.KEYS if key in config})
     model["dropout"] = 0.0
     model.update(config.get("options", {}))
     tokens = torch.tensor(fixture["tokens"], dtype=torch.int64)

@@ -10,7 +10,11 @@ registers) and fails, naming what is missing and which file to add or change, wh
     the _causal file, and a bidirectional file of it is an error too);
   * a scheme's causal-only flag differs between the registry and its module;
   * the schemes an option attaches to differ (the registry's options[].schemes, the
-    module's attaches_to over the package's schemes).
+    module's attaches_to over the package's schemes);
+  * a layer form's value (src/config/layer_form.cpp, `layer_forms` in the listing) is
+    missing from python/copytask_ref/layer_forms.py or the other way round, or from the
+    benchmarks' PyTorch peer (scripts/baseline_pytorch.py), or a value other than its key's
+    default has no fixture.
 
 Usage:
     /usr/bin/python3 tests/reference/check_ref_against_registry.py BINARY [--fixtures tests/fixtures]
@@ -24,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "python")))
-from copytask_ref import registry, variants  # noqa: E402
+from copytask_ref import layer_forms, registry, variants  # noqa: E402
 
 PACKAGE = "python/copytask_ref"
 HOW_TO = "see python/copytask_ref/README.md"
@@ -42,7 +46,8 @@ def registered(binary):
     except ValueError as error:
         raise SystemExit("FAIL: %s schemes --json did not print JSON (%s): %.200s" % (binary, error, done.stdout))
     return ({entry["name"]: entry for entry in listing["schemes"]},
-            {entry["key"]: entry for entry in listing["options"]})
+            {entry["key"]: entry for entry in listing["options"]},
+            [(entry["key"], entry["value"]) for entry in listing["layer_forms"]])
 
 
 def module_problems(kind, folder, declared_names, registered_names):
@@ -99,6 +104,42 @@ def fixture_problems(directory):
     return problems
 
 
+def layer_form_problems(cpp_forms, directory):
+    """Every value of every layer-form key on both sides (src/config/layer_form.cpp,
+    layer_forms.py), and a fixture of each value other than its key's default (a variant
+    with layer={key: value}, both its files present)."""
+    problems = []
+    ours = [("model." + key, value) for key, values in layer_forms.KEYS.items() for value in values]
+    for key, value in cpp_forms:
+        if (key, value) not in ours:
+            problems.append("layer form %s=%s is in src/config/layer_form.cpp but not in %s/layer_forms.py: write it "
+                            "there from its definition (docs/adding-a-layer-form.md)" % (key, value, PACKAGE))
+    for key, value in ours:
+        if (key, value) not in cpp_forms:
+            problems.append("%s/layer_forms.py has layer form %s=%s, which src/config/layer_form.cpp does not list"
+                            % (PACKAGE, key, value))
+    # The PyTorch peer the benchmarks time (scripts/baseline_pytorch.py --activation).
+    sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "..", "scripts")))
+    import baseline_pytorch  # noqa: E402
+    peer = [("model.activation", value) for value in baseline_pytorch.ACTIVATIONS]
+    for key, value in cpp_forms:
+        if key == "model.activation" and (key, value) not in peer:
+            problems.append("layer form %s=%s has no --activation %s in scripts/baseline_pytorch.py (ACTIVATIONS)"
+                            % (key, value, value))
+    present = set(os.listdir(directory)) if os.path.isdir(directory) else set()
+    for key, value in ours:
+        leaf = key[len("model."):]
+        if layer_forms.DEFAULTS.get(leaf) == value:
+            continue  # every other fixture has it
+        own = [v for v in variants.variants() if v.layer.get(leaf) == value]
+        if not own or not all(name in present for v in own for name in variants.fixture_names(v)):
+            problems.append("layer form %s=%s has no fixture in %s: declare a Variant with layer={%r: %r} in a "
+                            "scheme module (make_parity_fixtures.py --list gives the next free row), then "
+                            "tests/reference/make_parity_fixtures.py --only <its name>"
+                            % (key, value, directory, leaf, value))
+    return problems
+
+
 def attachment_problems(cpp_schemes, cpp_options):
     """The schemes each option attaches to, compared over the schemes both sides have (a
     scheme one side lacks is reported on its own)."""
@@ -125,19 +166,21 @@ def main():
     ap.add_argument("binary", help="the copytask binary")
     ap.add_argument("--fixtures", default=os.path.normpath(os.path.join(HERE, "..", "fixtures")))
     args = ap.parse_args()
-    cpp_schemes, cpp_options = registered(args.binary)
+    cpp_schemes, cpp_options, cpp_forms = registered(args.binary)
     problems = (module_problems("scheme", "schemes", list(registry.schemes()), list(cpp_schemes))
                 + module_problems("option", "options", list(registry.options()), list(cpp_options))
                 + causal_only_problems(cpp_schemes)
                 + fixture_problems(args.fixtures)
-                + attachment_problems(cpp_schemes, cpp_options))
+                + attachment_problems(cpp_schemes, cpp_options)
+                + layer_form_problems(cpp_forms, args.fixtures))
     for problem in problems:
         print("FAIL: " + problem)
     if problems:
         return 1
-    print("python/copytask_ref agrees with the C++ registry: %d schemes (%s), %d options (%s); every scheme has "
-          "its fixtures in %s" % (len(cpp_schemes), ", ".join(cpp_schemes), len(cpp_options), ", ".join(cpp_options),
-                                  args.fixtures))
+    print("python/copytask_ref agrees with the C++ registry: %d schemes (%s), %d options (%s), %d layer forms "
+          "(%s); every scheme and layer form has its fixtures in %s"
+          % (len(cpp_schemes), ", ".join(cpp_schemes), len(cpp_options), ", ".join(cpp_options), len(cpp_forms),
+             ", ".join("%s=%s" % form for form in cpp_forms), args.fixtures))
     return 0
 
 

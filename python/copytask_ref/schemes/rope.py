@@ -106,6 +106,7 @@ SCHEME = Scheme(
         Variant("rope_length_scale", 25, {"length_scale": True}),
         Variant("rope_offset", 42, position_ids="offset"),
         Variant("rope_coupled", 43, position_ids="coupled"),
+        Variant("rope_gelu", 53, layer={"activation": "gelu"}),
     ),
     check_static=check_static,
     check_model=check_model,
