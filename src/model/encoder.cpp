@@ -73,6 +73,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, const torch::Tens
     case Activation::relu: hidden = torch::relu(pre); break;
     case Activation::gelu: hidden = torch::gelu(pre); break;  // approximate = "none": the erf form
   }
+  TORCH_CHECK(hidden.defined(), "the encoder has no case for ", layer_form_text(LayerForm{activation}),
+              " (src/model/encoder.cpp, FeedForwardImpl::forward; docs/adding-a-layer-form.md)");
   if (hidden_dropout.defined()) hidden = hidden * hidden_dropout;
   return fc2->forward(hidden);                                 // (M, B, T, D)
 }

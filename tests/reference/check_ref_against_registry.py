@@ -127,7 +127,7 @@ def layer_form_problems(cpp_forms, directory):
             problems.append("layer form %s=%s has no --activation %s in scripts/baseline_pytorch.py (ACTIVATIONS)"
                             % (key, value, value))
     present = set(os.listdir(directory)) if os.path.isdir(directory) else set()
-    for key, value in ours:
+    for key, value in ours + [form for form in cpp_forms if form not in ours]:
         leaf = key[len("model."):]
         if layer_forms.DEFAULTS.get(leaf) == value:
             continue  # every other fixture has it
