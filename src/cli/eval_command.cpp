@@ -105,35 +105,46 @@ std::vector<MemberScores> members_evaluate(const EvalSetup& setup, const std::st
     CopyTask task;
     TrainData data;
   };
+  // Each member's config under eval's overrides and its task's key, once.
+  struct MemberConfig {
+    Config config;
+    std::string task_key;
+  };
+  std::map<std::string, MemberConfig> configs;  // by member name
+  for (const auto& member : setup.members) {
+    Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
+    const std::string key = config_to_json(config)["task"].dump();
+    configs.emplace(member.name(), MemberConfig{std::move(config), key});
+  }
+  auto config_of = [&](const StudyMember& member) -> const MemberConfig& { return configs.at(member.name()); };
   std::map<std::string, TaskData> by_task;
-  auto task_key = [&](const StudyMember& member) {
-    return config_to_json(config_with_overrides(member.arm->config, setup.overrides, "eval"))["task"].dump();
-  };
   auto task_data = [&](const StudyMember& member) -> const TaskData& {
-    const std::string key = task_key(member);
-    if (by_task.count(key)) return by_task.at(key);
-    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
-    CopyTask task = copy_task_generate(config.task);
+    const MemberConfig& own = config_of(member);
+    if (by_task.count(own.task_key)) return by_task.at(own.task_key);
+    CopyTask task = copy_task_generate(own.config.task);
     TrainData data = train_data_upload(task, setup.device);
-    log_info("eval: task {}, {} data ({} train / {} test)", config.task.kind, same_data ? "the study's" : "other",
+    log_info("eval: task {}, {} data ({} train / {} test)", own.config.task.kind, same_data ? "the study's" : "other",
              task.train.count, task.test.count);
-    return by_task.emplace(key, TaskData{std::move(task), std::move(data)}).first->second;
+    return by_task.emplace(own.task_key, TaskData{std::move(task), std::move(data)}).first->second;
   };
-  // The length sets per task, and per seed under eval.inputs = per-seed.
+  // The length sets per task: one shared set, or under eval.inputs = per-seed one set per
+  // seed of the task's members (each member evaluated on its seed's: LengthData::set_of).
   std::map<std::string, LengthData> by_lengths;
   auto length_data = [&](const StudyMember& member) -> const LengthData& {
-    const Config config = config_with_overrides(member.arm->config, setup.overrides, "eval");
-    const bool per_seed = config.eval.inputs == "per-seed";
-    const std::string key = task_key(member) + (per_seed ? " seed " + std::to_string(member.seed) : "");
-    if (by_lengths.count(key)) return by_lengths.at(key);
-    LengthData made = length_data_make(config.task, config.eval, task_data(member).task.train, {member.seed},
+    const MemberConfig& own = config_of(member);
+    if (by_lengths.count(own.task_key)) return by_lengths.at(own.task_key);
+    std::vector<int64_t> seeds;
+    for (const auto& other : setup.members)
+      if (config_of(other).task_key == own.task_key) seeds.push_back(other.seed);
+    const Config& config = own.config;
+    LengthData made = length_data_make(config.task, config.eval, task_data(member).task.train, seeds,
                                        member.arm->config.task.context, setup.device);
     if (!made.empty())
       log_info("eval: lengths {}..{}, up to {} examples each{}, contexts {}..{}", made.lengths.front(),
                made.lengths.back(), config.eval.per_length,
-               per_seed ? " (seed " + std::to_string(member.seed) + "'s)" : std::string(), made.contexts.front(),
-               made.contexts.back());
-    return by_lengths.emplace(key, std::move(made)).first->second;
+               made.set_seeds.empty() ? std::string() : " (one set per seed: " + std::to_string(made.set_seeds.size()) + ")",
+               made.contexts.front(), made.contexts.back());
+    return by_lengths.emplace(own.task_key, std::move(made)).first->second;
   };
   std::vector<MemberScores> scores;
   log_info("eval: {} member(s) of {}, device {}, {} thread(s)", setup.members.size(), run_dir, setup.device.str(),

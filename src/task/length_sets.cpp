@@ -52,12 +52,14 @@ int64_t length_context(const TaskConfig& task, int64_t length) {
   return std::max(task.context, whole_example_context(task, length));
 }
 
-std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
-                                            std::optional<int64_t> member_seed) {
+namespace {
+
+// The sets of one seed (or the shared ones), given the trained inputs' prefixes by length.
+std::vector<LengthSet> length_sets_draw(const TaskConfig& task, const EvalConfig& eval,
+                                        const std::vector<std::unordered_set<std::string>>& trained,
+                                        std::optional<int64_t> member_seed) {
   std::vector<LengthSet> sets;
-  if (eval.max_len <= 0) return sets;
   const int64_t vocab = content_vocab(task);
-  const std::vector<std::unordered_set<std::string>> trained = trained_prefixes(train, task);
   const std::unordered_set<std::string> none;
   for (int64_t k = task.min_len; k <= eval.max_len; ++k) {
     LengthSet set;
@@ -101,6 +103,26 @@ std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalCo
     sets.push_back(std::move(set));
   }
   return sets;
+}
+
+}  // namespace
+
+std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
+                                            std::optional<int64_t> member_seed) {
+  if (eval.max_len <= 0) return {};
+  return length_sets_draw(task, eval, trained_prefixes(train, task), member_seed);
+}
+
+std::vector<std::vector<LengthSet>> length_sets_generate_per_seed(const TaskConfig& task, const EvalConfig& eval,
+                                                                  const CopySplit& train,
+                                                                  const std::vector<int64_t>& seeds) {
+  std::vector<std::vector<LengthSet>> by_seed;
+  if (eval.max_len <= 0) return std::vector<std::vector<LengthSet>>(seeds.size());
+  // The training split's inputs, by length, once for every seed (a second on a study of
+  // hundreds of thousands of examples).
+  const std::vector<std::unordered_set<std::string>> trained = trained_prefixes(train, task);
+  for (const int64_t seed : seeds) by_seed.push_back(length_sets_draw(task, eval, trained, seed));
+  return by_seed;
 }
 
 }  // namespace copytask

@@ -36,4 +36,10 @@ int64_t length_context(const TaskConfig& task, int64_t length);
 std::vector<LengthSet> length_sets_generate(const TaskConfig& task, const EvalConfig& eval, const CopySplit& train,
                                             std::optional<int64_t> member_seed = std::nullopt);
 
+// Each seed's own sets (eval.inputs = per-seed), in the seeds' order: what
+// length_sets_generate gives for each, the training split read once.
+std::vector<std::vector<LengthSet>> length_sets_generate_per_seed(const TaskConfig& task, const EvalConfig& eval,
+                                                                  const CopySplit& train,
+                                                                  const std::vector<int64_t>& seeds);
+
 }  // namespace copytask

@@ -159,10 +159,8 @@ LengthData length_data_make(const TaskConfig& task, const EvalConfig& eval, cons
   std::vector<int64_t> set_seeds;
   if (eval.inputs == "per-seed") {
     for (const int64_t seed : seeds)
-      if (std::find(set_seeds.begin(), set_seeds.end(), seed) == set_seeds.end()) {
-        set_seeds.push_back(seed);
-        by_set.push_back(length_sets_generate(task, eval, train, seed));
-      }
+      if (std::find(set_seeds.begin(), set_seeds.end(), seed) == set_seeds.end()) set_seeds.push_back(seed);
+    by_set = length_sets_generate_per_seed(task, eval, train, set_seeds);
   } else {
     by_set.push_back(length_sets_generate(task, eval, train));
   }
