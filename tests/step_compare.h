@@ -1,7 +1,8 @@
 #pragma once
-// What the step tests compare (test_fused_cpu.cpp, test_fused_gpu.cpp): one step's losses
-// and gradients, LibTorch's autograd step as the reference, their relative difference, and
-// copy-task inputs for the members that read their tokens. Shapes: M members, B examples,
+// What the step tests compare (test_fused_cpu.cpp, test_fused_gpu.cpp, test_device_step.cpp):
+// one step's losses and gradients, LibTorch's autograd step as the reference, their relative
+// difference, copy-task inputs for the members that read their tokens, and a device step
+// trained beside the autograd step. Shapes: M members, B examples,
 // T positions.
 #include <algorithm>
 #include <string>
@@ -12,7 +13,9 @@
 #include "model/encoder.h"
 #include "task/copy_task.h"
 #include "test_util.h"
+#include "train/device_step.h"
 #include "train/train_data.h"
+#include "train/trainer.h"
 
 namespace copytask::test {
 
@@ -60,6 +63,52 @@ inline torch::Tensor copy_inputs(int64_t M, int64_t B) {
   const torch::Tensor rows = train_data_upload(copy_task_generate(task), torch::kCPU).train_inputs;  // (N, T)
   torch::manual_seed(23);
   return rows.index_select(0, torch::randint(0, rows.size(0), {M * B}, torch::kLong)).view({M, B, rows.size(1)});  // (M, B, T)
+}
+
+// A device step (uncaptured, on the CPU; `kernels`: LibTorch's autograd or the fused GPU kernels'
+// emulation) trains as the autograd step: the same batches, dropout masks, position IDs and
+// warm-up schedule over 8 steps, so the same losses and parameters up to float rounding
+// (1e-5), the host's dropout count following. The members: four schemes, causal and not,
+// the three kinds of varying position IDs, and a member without positions.
+inline void expect_device_step_trains_like_the_autograd_step(int64_t batch_size, DeviceStepKernels kernels,
+                                                             const std::string& step_name) {
+  TaskConfig task;
+  task.examples = 150;  // 135 train examples: a full batch is one autograd chunk
+  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
+  std::vector<MemberSpec> members = {{"rope", 0, "rope", true},    {"learned", 1, "learned", false},
+                                     {"t5", 2, "t5", false},        {"alibi", 3, "alibi", true},
+                                     {"sinusoidal+random", 4, "sinusoidal", false}, {"rope+coupled", 5, "rope", false},
+                                     {"t5+offset", 6, "t5", true},  {"none", 7, "none", false}};
+  members[4].options.position_ids = "random";
+  members[5].options.position_ids = "coupled";
+  members[6].options.position_ids = "offset";
+  for (size_t m = 4; m < 7; ++m) members[m].options.position_range = 24;
+  TrainConfig train;
+  train.batch_size = batch_size;
+  Encoder reference(small_shape(0.1), members, torch::kCPU), model(small_shape(0.1), members, torch::kCPU);
+  const auto owned = training_step_make(reference, data, with_step(train, /*fused=*/false));
+  TrainingStep& autograd = *owned;
+  ASSERT_EQ(autograd.name(), "autograd");
+  DeviceStep device_step(model, data, train, /*capture=*/false, kernels);  // the same batches: both use StepBatches
+  EXPECT_EQ(device_step.name(), step_name);
+  double worst_loss = 0;
+  for (int step = 1; step <= 8; ++step) {
+    const double lr = 2e-3 * step / 8;
+    autograd.set_lr(lr);
+    device_step.set_lr(lr);
+    const auto expected = autograd.run(), got = device_step.run();  // (M)
+    worst_loss = std::max(worst_loss, max_abs_diff(expected, got));
+  }
+  EXPECT_EQ(model->next_dropout_step(), reference->next_dropout_step()) << "the host's dropout count follows";
+  double worst_parameter = 0;
+  const auto a = reference->parameters(), b = model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) worst_parameter = std::max(worst_parameter, max_abs_diff(a[i], b[i]));
+  std::printf("batch %lld: the device step (%s) against the autograd step over 8 steps: loss %.2e, parameters %.2e\n",
+              static_cast<long long>(batch_size), step_name.c_str(), worst_loss, worst_parameter);
+  EXPECT_LT(worst_loss, 1e-5);
+  EXPECT_LT(worst_parameter, 1e-5);
+  Encoder untrained(small_shape(0.1), members, torch::kCPU);
+  EXPECT_GT(max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
 }
 
 }  // namespace copytask::test

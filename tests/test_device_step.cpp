@@ -11,6 +11,7 @@
 
 #include "model/dropout_stream.h"
 #include "task/copy_task.h"
+#include "step_compare.h"
 #include "test_util.h"
 #include "train/bench.h"
 #include "train/cuda_graph.h"
@@ -101,48 +102,13 @@ TrainData small_task(int64_t examples) {
   return train_data_upload(copy_task_generate(task), torch::kCPU);
 }
 
-// The device step, uncaptured on the CPU, trains as the AutogradStep: the same
-// batches, dropout masks, position IDs and schedule, so the same losses and
-// parameters up to float rounding (the two Adams round alike; the check allows 1e-5).
-void expect_trains_like_the_autograd_step(int64_t batch_size) {
-  const TrainData data = small_task(150);  // 135 train examples: a full batch is one chunk
-  std::vector<MemberSpec> members = {{"rope", 0, "rope", true}, {"learned", 1, "learned", false},
-                                     {"t5", 2, "t5", false},    {"alibi", 3, "alibi", true},
-                                     {"sinusoidal+random", 4, "sinusoidal", false}, {"rope+coupled", 5, "rope", false},
-                                     {"t5+offset", 6, "t5", true}};
-  members[4].options.position_ids = "random";
-  members[5].options.position_ids = "coupled";
-  members[6].options.position_ids = "offset";
-  for (size_t m = 4; m < members.size(); ++m) members[m].options.position_range = 24;
-  TrainConfig train;
-  train.batch_size = batch_size;
-  Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
-  const auto owned = training_step_make(reference, data, test::with_step(train, /*fused=*/false));
-  TrainingStep& autograd = *owned;
-  ASSERT_EQ(autograd.name(), "autograd");
-  DeviceStep device_step(model, data, train, /*capture=*/false);  // the same batches: both use StepBatches
-  double worst_loss = 0;
-  for (int step = 1; step <= 8; ++step) {
-    const double lr = 2e-3 * step / 8;
-    autograd.set_lr(lr);
-    device_step.set_lr(lr);
-    const auto expected = autograd.run(), got = device_step.run();  // (M)
-    worst_loss = std::max(worst_loss, test::max_abs_diff(expected, got));
-  }
-  EXPECT_EQ(model->next_dropout_step(), reference->next_dropout_step()) << "the host's dropout count follows";
-  double worst_parameter = 0;
-  const auto a = reference->parameters(), b = model->parameters();
-  for (size_t i = 0; i < a.size(); ++i) worst_parameter = std::max(worst_parameter, test::max_abs_diff(a[i], b[i]));
-  std::printf("batch %lld: device step against the autograd step over 8 steps: loss %.2e, parameters %.2e\n",
-              static_cast<long long>(batch_size), worst_loss, worst_parameter);
-  EXPECT_LT(worst_loss, 1e-5);
-  EXPECT_LT(worst_parameter, 1e-5);
-  Encoder untrained(test::small_shape(0.1), members, torch::kCPU);
-  EXPECT_GT(test::max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
+// The device step, uncaptured on the CPU, trains as the autograd step (step_compare.h).
+TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepFullBatch) {
+  test::expect_device_step_trains_like_the_autograd_step(0, DeviceStepKernels::autograd, "autograd");
 }
-
-TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepFullBatch) { expect_trains_like_the_autograd_step(0); }
-TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepMinibatches) { expect_trains_like_the_autograd_step(16); }
+TEST(DeviceStep, UncapturedItTrainsAsTheAutogradStepMinibatches) {
+  test::expect_device_step_trains_like_the_autograd_step(16, DeviceStepKernels::autograd, "autograd");
+}
 
 // Where LibTorch has no CUDA (this machine's), a CUDA graph says so and captures nothing;
 // training_step_make on the CPU never makes the device step.

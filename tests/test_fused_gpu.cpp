@@ -422,50 +422,13 @@ TEST(FusedGpu, AMemberAloneIsTheSameMemberInABatch) {
 }
 
 // The DeviceStep on the kernels (uncaptured, on the CPU: their emulation) trains as the
-// autograd step: the same batches, masks, position IDs and schedule, full batch and
-// minibatches.
-void expect_kernel_step_trains_like_the_autograd_step(int64_t batch_size) {
-  TaskConfig task;
-  task.examples = 150;
-  const TrainData data = train_data_upload(copy_task_generate(task), torch::kCPU);
-  std::vector<MemberSpec> members = {{"rope", 0, "rope", true},    {"learned", 1, "learned", false},
-                                     {"t5", 2, "t5", false},        {"alibi", 3, "alibi", true},
-                                     {"sinusoidal+random", 4, "sinusoidal", false}, {"rope+coupled", 5, "rope", false},
-                                     {"t5+offset", 6, "t5", true},  {"none", 7, "none", false}};
-  members[4].options.position_ids = "random";
-  members[5].options.position_ids = "coupled";
-  members[6].options.position_ids = "offset";
-  for (size_t m = 4; m < 7; ++m) members[m].options.position_range = 24;
-  TrainConfig train;
-  train.batch_size = batch_size;
-  Encoder reference(test::small_shape(0.1), members, torch::kCPU), model(test::small_shape(0.1), members, torch::kCPU);
-  const auto owned = training_step_make(reference, data, test::with_step(train, /*fused=*/false));
-  TrainingStep& autograd = *owned;
-  DeviceStep kernel_step(model, data, train, /*capture=*/false, DeviceStepKernels::fused);
-  EXPECT_EQ(kernel_step.name(), "fused GPU");
-  double worst_loss = 0;
-  for (int step = 1; step <= 8; ++step) {
-    const double lr = 2e-3 * step / 8;
-    autograd.set_lr(lr);
-    kernel_step.set_lr(lr);
-    const auto expected = autograd.run(), got = kernel_step.run();  // (M)
-    worst_loss = std::max(worst_loss, test::max_abs_diff(expected, got));
-  }
-  EXPECT_EQ(model->next_dropout_step(), reference->next_dropout_step());
-  double worst_parameter = 0;
-  const auto a = reference->parameters(), b = model->parameters();
-  for (size_t i = 0; i < a.size(); ++i) worst_parameter = std::max(worst_parameter, test::max_abs_diff(a[i], b[i]));
-  std::printf("batch %lld: the fused GPU step (emulated) against the autograd step over 8 steps: loss %.2e, parameters "
-              "%.2e\n",
-              static_cast<long long>(batch_size), worst_loss, worst_parameter);
-  EXPECT_LT(worst_loss, 1e-5);
-  EXPECT_LT(worst_parameter, 1e-5);
-  Encoder untrained(test::small_shape(0.1), members, torch::kCPU);
-  EXPECT_GT(test::max_abs_diff(untrained->parameters()[0], b[0]), 1e-4) << "it trained";
+// autograd step, full batch and minibatches (step_compare.h).
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepFullBatch) {
+  test::expect_device_step_trains_like_the_autograd_step(0, DeviceStepKernels::fused, "fused GPU");
 }
-
-TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepFullBatch) { expect_kernel_step_trains_like_the_autograd_step(0); }
-TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepMinibatches) { expect_kernel_step_trains_like_the_autograd_step(16); }
+TEST(FusedGpu, TheDeviceStepOnTheKernelsTrainsAsTheAutogradStepMinibatches) {
+  test::expect_device_step_trains_like_the_autograd_step(16, DeviceStepKernels::fused, "fused GPU");
+}
 
 // What the kernel cannot run is refused, naming why: a hook without a kernel form, a tile
 // that does not fit, train.step = fused-gpu on the CPU.
