@@ -808,24 +808,67 @@ COPYTASK_INLINE void relu_backward(const float* pre, const float* mask, const fl
     for (int64_t t = 0; t < n; ++t) grad_pre[t] = pre[t] > 0.0f ? grad_out[t] : 0.0f;
 }
 
-// out (n) = gelu(pre) * mask, gelu(x) = x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 (the exact form).
+// Phi(x), the standard normal's distribution function, of eight lanes, and phi(x) sqrt(2 pi)
+// = e^(-x^2 / 2) to `gauss`: Phi(x) = (1 + erf(x / sqrt 2)) / 2, erf by Abramowitz and Stegun
+// 7.1.26 (absolute error below 1.5e-7; PyTorch's vectorised erf takes the same form), its
+// e^(-z^2) the gauss itself, so one exp_lanes gives both. The library's erff, one call per
+// element, had made a gelu step 1.7 times a relu one.
+template <class Vec>
+COPYTASK_INLINE Vec normal_cdf_lanes(Vec x, Vec* gauss) {
+  const Vec z = x * 0.70710678118654752f;  // x / sqrt 2
+  const Vec a = z < 0.0f ? -z : z;
+  const Vec t = 1.0f / (1.0f + 0.3275911f * a);
+  Vec p = 1.061405429f * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  p = p * t;
+  const Vec g = exp_lanes(-(z * z));
+  const Vec erf_abs = 1.0f - p * g;
+  *gauss = g;
+  return 0.5f * (1.0f + (z < 0.0f ? -erf_abs : erf_abs));
+}
+
+// gelu(x) = x Phi(x) (the exact form, Phi through erf), and its slope Phi(x) + x phi(x).
+COPYTASK_INLINE Vec8 gelu_lanes(Vec8 x) {
+  Vec8 gauss;
+  return x * normal_cdf_lanes(x, &gauss);
+}
+COPYTASK_INLINE Vec8 gelu_slope_lanes(Vec8 x) {
+  constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+  Vec8 gauss;
+  const Vec8 cdf = normal_cdf_lanes(x, &gauss);
+  return cdf + x * (kInvSqrt2Pi * gauss);
+}
+
+// out (n) = gelu(pre) * mask, eight at a time.
 COPYTASK_INLINE void gelu_forward(const float* pre, const float* mask, float* out, int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  for (int64_t t = 0; t < n; ++t) {
-    const float x = pre[t], g = 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
-    out[t] = mask ? g * mask[t] : g;
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    Vec8 y = gelu_lanes(load_vec<Vec8>(pre + e));
+    if (mask) y *= load_vec<Vec8>(mask + e);
+    store_vec(out + e, y);
+  }
+  if (e < n) {
+    Vec8 y = gelu_lanes(load_partial<Vec8>(pre + e, n - e));
+    if (mask) y *= load_partial<Vec8>(mask + e, n - e);
+    store_partial(out + e, y, n - e);
   }
 }
 
-// grad_pre (n) = grad_out through the mask and the GELU: d gelu / dx = Phi(x) + x phi(x).
+// grad_pre (n) = grad_out through the mask and the GELU, eight at a time.
 COPYTASK_INLINE void gelu_backward(const float* pre, const float* mask, const float* grad_out, float* grad_pre,
                                    int64_t n) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f, kInvSqrt2Pi = 0.39894228040143268f;
-  for (int64_t t = 0; t < n; ++t) {
-    const float x = pre[t];
-    const float slope = 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
-    const float g = grad_out[t] * slope;
-    grad_pre[t] = mask ? g * mask[t] : g;
+  int64_t e = 0;
+  for (; e + 8 <= n; e += 8) {
+    Vec8 g = load_vec<Vec8>(grad_out + e) * gelu_slope_lanes(load_vec<Vec8>(pre + e));
+    if (mask) g *= load_vec<Vec8>(mask + e);
+    store_vec(grad_pre + e, g);
+  }
+  if (e < n) {
+    Vec8 g = load_partial<Vec8>(grad_out + e, n - e) * gelu_slope_lanes(load_partial<Vec8>(pre + e, n - e));
+    if (mask) g *= load_partial<Vec8>(mask + e, n - e);
+    store_partial(grad_pre + e, g, n - e);
   }
 }
 
