@@ -24,6 +24,7 @@ class Parity : public test::CpuVariantTest {};
 INSTANTIATE_CPU_VARIANTS(Parity);
 
 void check_mixed_batch(const std::vector<Fixture>& fixtures);
+void check_fused_batch(const std::vector<Fixture>& fixtures);
 
 // Every layer form (config/layer_form.h) has a fixture: the default's are the scheme
 // fixtures, each other value's a variant with it (python/copytask_ref/layer_forms.py).
@@ -131,8 +132,6 @@ void check_mixed_batch(const std::vector<Fixture>& fixtures) {
 // The hand-written CPU step (model/fused_cpu.h) against the fixtures of every scheme that has
 // one (a scheme may train on the autograd step only: StepSupport, model/positional.h): the
 // tables in, their gradients out and on to the schemes' parameters; and its forward pass.
-void check_fused_batch(const std::vector<Fixture>& fixtures);
-
 TEST_P(Parity, TheFusedStepOnEveryFixtureOfASchemeWithOne) {
   std::vector<Fixture> fixtures;
   for (const auto& name : fixture_names()) {

@@ -1,8 +1,8 @@
 // copytask schemes [--json]: the registry of positional schemes and options, and the layer
-// forms (config/layer_form.h), as Markdown tables or JSON. The Python reference's modules and the fixtures are checked against this
-// output (ctest python_reference_registry), docs/schemes.md against the registry itself
-// (tests/test_scheme_docs.cpp), so the registry (src/model/schemes/registry.cpp) is the one
-// place a scheme is named.
+// forms (config/layer_form.h), as Markdown tables or JSON. The Python reference's modules
+// and the fixtures are checked against this output (ctest python_reference_registry),
+// docs/schemes.md against the registry itself (tests/test_scheme_docs.cpp), so the registry
+// (src/model/schemes/registry.cpp) is the one place a scheme is named.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -23,6 +23,13 @@ std::vector<std::string> step_names(unsigned steps) {
   if (steps & kFusedCpuStep) names.push_back("fused_cpu");
   if (steps & kAutogradStep) names.push_back("autograd");
   if (steps & kDeviceStep) names.push_back("device");
+  return names;
+}
+
+// A layer form's steps: the StepSupport ones, and the fused GPU kernels where they compute it.
+std::vector<std::string> layer_form_step_names(const LayerFormValue& value) {
+  std::vector<std::string> names = step_names(value.steps);
+  if (value.fused_gpu) names.push_back("fused_gpu");
   return names;
 }
 
@@ -69,11 +76,9 @@ nlohmann::json registry_json() {
                        {"steps", step_names(option.steps)},
                        {"schemes", option_schemes(option)}});
   nlohmann::json forms = nlohmann::json::array();
-  for (const auto& value : layer_form_values()) {
-    std::vector<std::string> steps = step_names(value.steps);
-    if (value.fused_gpu) steps.push_back("fused_gpu");
-    forms.push_back({{"key", value.key}, {"value", value.value}, {"summary", value.summary}, {"steps", steps}});
-  }
+  for (const auto& value : layer_form_values())
+    forms.push_back({{"key", value.key}, {"value", value.value}, {"summary", value.summary},
+                     {"steps", layer_form_step_names(value)}});
   return {{"schemes", schemes}, {"options", options}, {"layer_forms", forms}};
 }
 
@@ -94,11 +99,9 @@ std::string registry_markdown() {
     out += "| `model." + option.key + "` | " + cell(option.summary) + " | " + joined(option_schemes(option)) + " | " +
            joined(step_names(option.steps)) + " |\n";
   out += "\n| layer form | what it is | steps |\n|---|---|---|\n";
-  for (const auto& value : layer_form_values()) {
-    std::vector<std::string> steps = step_names(value.steps);
-    if (value.fused_gpu) steps.push_back("fused_gpu");
-    out += "| `" + value.key + "=" + value.value + "` | " + cell(value.summary) + " | " + joined(steps) + " |\n";
-  }
+  for (const auto& value : layer_form_values())
+    out += "| `" + value.key + "=" + value.value + "` | " + cell(value.summary) + " | " +
+           joined(layer_form_step_names(value)) + " |\n";
   return out;
 }
 }  // namespace

@@ -42,8 +42,8 @@
 
 #include "config/config.h"
 #include "config/scheme_rules.h"
-#include "model/hooks/hook.h"
 #include "config/step_support.h"
+#include "model/hooks/hook.h"
 
 namespace at {
 struct Generator;
