@@ -270,8 +270,7 @@ void expect_trains_like_the_autograd_step_on_every_variant(int64_t batch_size) {
   cpu_variant_set(before);
 }
 
-// Full batch and minibatches as two tests (together a minute and a half on two cores), which
-// ctest's jobs run side by side.
+// Full batch and minibatches as two tests, so that a failure says which.
 TEST(FusedCpuTraining, TrainsLikeTheAutogradStepOnEveryVariantFullBatch) {
   expect_trains_like_the_autograd_step_on_every_variant(0);
 }
