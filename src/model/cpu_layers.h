@@ -476,35 +476,51 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
 }
 
 // grad_x (T, D) += the gradient through the layer norm of grad_out; the weight and bias
-// gradients accumulate. scratch: D + 8 floats.
+// gradients accumulate, row after row. scratch: layernorm_backward_scratch_floats(D). The rows
+// go in blocks of eight, as in the forward: each row's d(normalized) first (and the weight's
+// and bias's gradients, in the rows' order), then the block's sixteen means, whose chains do
+// not wait on each other, then the rows' gradients. Each row's arithmetic is the same.
+COPYTASK_INLINE int64_t layernorm_backward_scratch_floats(int64_t D) { return kLayerNormRows * D + 8; }
 COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rstd, const float* weight,
                                         const float* grad_out, float* grad_weight, float* grad_bias, float* grad_x,
                                         int64_t T, int64_t D, float* scratch) {
-  float* gn = scratch;  // d(normalized) = grad_out * weight, one row
-  for (int64_t t = 0; t < T; ++t) {
-    const float* n_t = normalized + t * D;
-    const float* g_t = grad_out + t * D;
-    int64_t d = 0;
-    for (; d + 8 <= D; d += 8) {
-      const Vec8 g = load_vec<Vec8>(g_t + d);
-      store_vec(grad_weight + d, load_vec<Vec8>(grad_weight + d) + g * load_vec<Vec8>(n_t + d));
-      store_vec(grad_bias + d, load_vec<Vec8>(grad_bias + d) + g);
-      store_vec(gn + d, g * load_vec<Vec8>(weight + d));
+  for (int64_t first = 0; first < T; first += kLayerNormRows) {
+    const int64_t rows = std::min(kLayerNormRows, T - first);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* n_t = normalized + (first + i) * D;
+      const float* g_t = grad_out + (first + i) * D;
+      float* gn = scratch + i * D;  // d(normalized) = grad_out * weight, row i of the block
+      int64_t d = 0;
+      for (; d + 8 <= D; d += 8) {
+        const Vec8 g = load_vec<Vec8>(g_t + d);
+        store_vec(grad_weight + d, load_vec<Vec8>(grad_weight + d) + g * load_vec<Vec8>(n_t + d));
+        store_vec(grad_bias + d, load_vec<Vec8>(grad_bias + d) + g);
+        store_vec(gn + d, g * load_vec<Vec8>(weight + d));
+      }
+      for (; d < D; ++d) {
+        grad_weight[d] += g_t[d] * n_t[d];
+        grad_bias[d] += g_t[d];
+        gn[d] = g_t[d] * weight[d];
+      }
     }
-    for (; d < D; ++d) {
-      grad_weight[d] += g_t[d] * n_t[d];
-      grad_bias[d] += g_t[d];
-      gn[d] = g_t[d] * weight[d];
+    // The means of d(normalized) and of d(normalized) * normalized, row by row.
+    float mean_g[kLayerNormRows], mean_gn[kLayerNormRows];
+    for (int64_t i = 0; i < rows; ++i) {
+      mean_g[i] = row_sum(scratch + i * D, D) / static_cast<float>(D);
+      mean_gn[i] = row_dot(scratch + i * D, normalized + (first + i) * D, D) / static_cast<float>(D);
     }
-    // The means of d(normalized) and of d(normalized) * normalized.
-    const float mean_g = row_sum(gn, D) / static_cast<float>(D);
-    const float mean_gn = row_dot(gn, n_t, D) / static_cast<float>(D);
-    float* gx_t = grad_x + t * D;
-    const float r = rstd[t];
-    for (d = 0; d + 8 <= D; d += 8)
-      store_vec(gx_t + d, load_vec<Vec8>(gx_t + d) +
-                              r * (load_vec<Vec8>(gn + d) - mean_g - load_vec<Vec8>(n_t + d) * mean_gn));
-    for (; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g - n_t[d] * mean_gn);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t t = first + i;
+      const float* n_t = normalized + t * D;
+      const float* gn = scratch + i * D;
+      float* gx_t = grad_x + t * D;
+      const float r = rstd[t];
+      int64_t d = 0;
+      for (; d + 8 <= D; d += 8)
+        store_vec(gx_t + d, load_vec<Vec8>(gx_t + d) +
+                                r * (load_vec<Vec8>(gn + d) - mean_g[i] - load_vec<Vec8>(n_t + d) * mean_gn[i]));
+      for (; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g[i] - n_t[d] * mean_gn[i]);
+    }
   }
 }
 

@@ -141,9 +141,9 @@ class GroupWorkspace {
     tail[kTailGradQkv] = {"grad_qkv", 3 * TD};
     tail[kTailGradHidden] = {"grad_hidden", TF};
     tail[kTailGradPre] = {"grad_pre", TF};
-    // Used by one layer at a time: the attention's, a layer norm's (D + 8) or the loss's (T);
+    // Used by one layer at a time: the attention's, a layer norm's backward or the loss's (T);
     // room for all three, so a layer's use never reaches past it.
-    tail[kTailScratch] = {"scratch", attention_scratch_floats(s.T, s.Dh) + s.D + 8 + s.T};
+    tail[kTailScratch] = {"scratch", attention_scratch_floats(s.T, s.Dh) + layernorm_backward_scratch_floats(s.D) + s.T};
     // A buffer that must be followed by kSlack readable floats (qkv, grad_mixed) is followed
     // by the next part (or the next example's); the last one by these.
     tail[kTailSlack] = {"slack", kSlack};
