@@ -90,6 +90,7 @@ COPYTASK_INLINE auto on_cpu_variant(const Body& body) {
 // one; one AVX-512 register in the x86-64-v4 variant).
 typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec16 __attribute__((vector_size(64)));
+typedef float Vec4 __attribute__((vector_size(16)));  // a row's last four (the layer norms)
 // The first `width` floats of a vector, the others 0 / stored. Loaded through a buffer and
 // stored from a copy (the argument is by value), so that no accumulator of a tile is indexed
 // at a run-time lane, which would keep the whole tile in memory instead of registers.
@@ -438,12 +439,14 @@ COPYTASK_INLINE float row_squared_deviation(const float* x, float mean, int64_t 
 constexpr int64_t kLayerNormRows = 8;
 
 // Over D (eps 1e-5, biased variance, as torch::layer_norm); keeps the normalised rows and
-// 1/std for the backward. The loops over d are written eight lanes at a time, then the rest:
-// left to the compiler, each was vectorised behind run-time checks that its arrays do not
-// overlap, paid on every row. The rows go in blocks of eight, each step for the whole block
-// before the next (every mean, then every 1/std, then the rows normalised): a row's steps
-// wait on each other (a sum, a division, a second sum, a square root), the block's rows do
-// not, so the CPU runs eight rows' chains side by side. Each row's arithmetic is the same.
+// 1/std for the backward. The loops over d are written eight lanes at a time, then four (a
+// 20-wide row's last four), then the rest: left to the compiler, each was vectorised behind
+// run-time checks that its arrays do not overlap, paid on every row. (The sums' tails stay
+// element by element: in lanes they would be added in another order.) The rows go in blocks
+// of eight, each step for the whole block before the next (every mean, then every 1/std,
+// then the rows normalised): a row's steps wait on each other (a sum, a division, a second
+// sum, a square root), the block's rows do not, so the CPU runs eight rows' chains side by
+// side. Each row's arithmetic is the same.
 COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, const float* bias, float* normalized,
                                        float* rstd, float* out, int64_t T, int64_t D) {
   for (int64_t first = 0; first < T; first += kLayerNormRows) {
@@ -465,6 +468,11 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
         const Vec8 n = (load_vec<Vec8>(x_t + d) - mean[i]) * r[i];
         store_vec(n_t + d, n);
         store_vec(out_t + d, n * load_vec<Vec8>(weight + d) + load_vec<Vec8>(bias + d));
+      }
+      for (; d + 4 <= D; d += 4) {
+        const Vec4 n = (load_vec<Vec4>(x_t + d) - mean[i]) * r[i];
+        store_vec(n_t + d, n);
+        store_vec(out_t + d, n * load_vec<Vec4>(weight + d) + load_vec<Vec4>(bias + d));
       }
       for (; d < D; ++d) {
         const float n = (x_t[d] - mean[i]) * r[i];
@@ -497,6 +505,12 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
         store_vec(grad_bias + d, load_vec<Vec8>(grad_bias + d) + g);
         store_vec(gn + d, g * load_vec<Vec8>(weight + d));
       }
+      for (; d + 4 <= D; d += 4) {
+        const Vec4 g = load_vec<Vec4>(g_t + d);
+        store_vec(grad_weight + d, load_vec<Vec4>(grad_weight + d) + g * load_vec<Vec4>(n_t + d));
+        store_vec(grad_bias + d, load_vec<Vec4>(grad_bias + d) + g);
+        store_vec(gn + d, g * load_vec<Vec4>(weight + d));
+      }
       for (; d < D; ++d) {
         grad_weight[d] += g_t[d] * n_t[d];
         grad_bias[d] += g_t[d];
@@ -519,6 +533,9 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
       for (; d + 8 <= D; d += 8)
         store_vec(gx_t + d, load_vec<Vec8>(gx_t + d) +
                                 r * (load_vec<Vec8>(gn + d) - mean_g[i] - load_vec<Vec8>(n_t + d) * mean_gn[i]));
+      for (; d + 4 <= D; d += 4)
+        store_vec(gx_t + d, load_vec<Vec4>(gx_t + d) +
+                                r * (load_vec<Vec4>(gn + d) - mean_g[i] - load_vec<Vec4>(n_t + d) * mean_gn[i]));
       for (; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g[i] - n_t[d] * mean_gn[i]);
     }
   }
