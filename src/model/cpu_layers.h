@@ -90,7 +90,7 @@ COPYTASK_INLINE auto on_cpu_variant(const Body& body) {
 // one; one AVX-512 register in the x86-64-v4 variant).
 typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec16 __attribute__((vector_size(64)));
-typedef float Vec4 __attribute__((vector_size(16)));  // a row's last four (the layer norms)
+typedef float Vec4 __attribute__((vector_size(16)));  // a 20-wide row's last four
 // The first `width` floats of a vector, the others 0 / stored. Loaded through a buffer and
 // stored from a copy (the argument is by value), so that no accumulator of a tile is indexed
 // at a run-time lane, which would keep the whole tile in memory instead of registers.
@@ -383,6 +383,12 @@ COPYTASK_INLINE void linear_backward(const float* in, const float* grad_out, con
     for (; o + 8 <= O; o += 8) {
       Vec8 sum = load_vec<Vec8>(grad_bias + o);
       for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec8>(grad_out + t * O + o);
+      store_vec(grad_bias + o, sum);
+    }
+    // Four columns at once (a 20-wide layer's last four), each summed in the same order.
+    for (; o + 4 <= O; o += 4) {
+      Vec4 sum = load_vec<Vec4>(grad_bias + o);
+      for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec4>(grad_out + t * O + o);
       store_vec(grad_bias + o, sum);
     }
     for (; o < O; ++o)
