@@ -1,9 +1,9 @@
 #pragma once
 // The one place that turns what a command throws into the message the user sees and the
 // exit code (README, "Exit codes"). The program's dispatch (cli/program.cpp) runs every
-// command's body through command_run; the commands themselves only throw. A command that must clean up when it
-// fails does so before rethrowing (the study records run.json's status "failed" or
-// "interrupted": study/study.cpp); this maps only what reaches it.
+// command's body through command_run; the commands themselves only throw. A command that
+// must clean up when it fails does so before rethrowing (the study records run.json's status
+// "failed" or "interrupted": study/study.cpp); this maps only what reaches it.
 #include <functional>
 #include <string>
 
