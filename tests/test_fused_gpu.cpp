@@ -72,11 +72,12 @@ std::vector<MemberSpec> kernel_members(const EncoderShape& shape, unsigned needs
   return members;
 }
 
-// This step's dropout keys of the masks (M) int64, as the device step hands them over.
-torch::Tensor keys_of(const DropoutMasks& masks) {
+// This step's dropout keys of the masks (M) int64 on `device`, as the device step hands them
+// over (the kernels read them on the model's device).
+torch::Tensor keys_of(const DropoutMasks& masks, const torch::Device& device) {
   std::vector<int64_t> keys;
   for (uint64_t key : masks.stream()->step_keys) keys.push_back(static_cast<int64_t>(key));
-  return torch::tensor(keys, torch::kLong);
+  return torch::tensor(keys, torch::kLong).to(device);
 }
 
 StepResult kernel_step(Encoder& model, const torch::Tensor& inputs, const torch::Tensor& targets,
@@ -87,8 +88,8 @@ StepResult kernel_step(Encoder& model, const torch::Tensor& inputs, const torch:
   FusedGpuKernels kernels(*model, inputs.size(1), T, execution);
   const PositionalTables tables = model->positional_tables(model->table_positions(T));
   PositionalTables table_grads;
-  auto losses = kernels.loss_backward(tables, inputs, targets, positions, masks ? keys_of(*masks) : torch::Tensor(),
-                                      &table_grads);
+  const torch::Tensor keys = masks ? keys_of(*masks, model->device()) : torch::Tensor();
+  auto losses = kernels.loss_backward(tables, inputs, targets, positions, keys, &table_grads);
   if (tables.any_learned()) model->positional_backward(tables, table_grads);
   return {losses, gradients_of(model)};
 }
@@ -241,7 +242,7 @@ TEST(FusedGpu, EveryTablesGradientEqualsAutogradsWithDropout) {
   every_table.every_table_learned = true;
   FusedGpuKernels kernels(*model, B, shape.context, every_table);
   PositionalTables ours;
-  kernels.loss_backward(model->positional_tables(shape.context), inputs, targets, {}, keys_of(masks), &ours);
+  kernels.loss_backward(model->positional_tables(shape.context), inputs, targets, {}, keys_of(masks, model->device()), &ours);
   const auto& hooks = hook_registry();
   int compared = 0;
   for (size_t index = 0; index < hooks.size(); ++index) {
@@ -560,8 +561,30 @@ StepResult kernel_step_on(const torch::Device& device, const EncoderShape& shape
   return result;
 }
 
+// For a failure's message: each parameter whose gradients differ by more than `tolerance` of
+// its largest, and the member (its row) where most.
+void print_gradient_differences(const StepResult& a, const StepResult& b, const std::vector<MemberSpec>& members,
+                                double tolerance) {
+  for (size_t j = 0; j < a.grads.size(); ++j) {
+    const double diff = test::max_abs_diff(a.grads[j], b.grads[j]);
+    const double largest = a.grads[j].abs().max().item<double>();
+    if (diff <= tolerance * std::max(1e-3, largest)) continue;
+    const torch::Tensor by_row = (a.grads[j] - b.grads[j].to(a.grads[j].device())).abs().reshape({a.grads[j].size(0), -1});
+    const auto row = static_cast<size_t>(by_row.amax(1).argmax().item<int64_t>());  // a member where it is (M, ...)
+    std::printf("    parameter %zu %s: largest %.3e, difference %.3e, most in row %zu (%s)\n", j,
+                c10::str(a.grads[j].sizes()).c_str(), largest, diff, row, row < members.size() ? members[row].arm.c_str() : "?");
+  }
+}
+
 // The GPU's kernels against their emulation on the CPU: the same arithmetic, so within float
-// rounding of the few functions whose last bits differ between the two (exp, log).
+// rounding of the few functions whose last bits differ between the two (exp, log), and of the
+// products' multiply-adds, which the GPU's compiler contracts into one rounding where the
+// CPU's does not. That last can move one member further: a hidden unit whose input lies
+// within a rounding of zero takes the other side of ReLU's kink on the other device, and the
+// member's gradients move by that unit's share (seen on an H200: 2.8e-3 in one member of 22 at
+// the reference shape, the GPU kernels agreeing with the GPU's autograd to 1.4e-6 for the same
+// member). So every member but one within 1e-5, that one within 1e-2: a race or a wrong index
+// moves many members, or one by far more.
 TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
   COPYTASK_REQUIRE_CUDA();
   for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
@@ -571,30 +594,48 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
     auto targets = test::random_tokens(M, B, shape, 12);
     const StepResult cpu = kernel_step_on(torch::kCPU, shape, members, inputs, targets, B);
     const StepResult gpu = kernel_step_on(test::kCuda, shape, members, inputs, targets, B);
-    const double worst = worst_relative_gradient_difference(cpu, gpu);
-    std::printf("  heads %lld: GPU kernels vs their CPU emulation: loss %.1e, worst relative gradient %.1e\n",
-                static_cast<long long>(shape.heads), test::max_abs_diff(cpu.loss, gpu.loss), worst);
+    // Each member's worst gradient difference, relative to the parameter's largest over members.
+    std::vector<double> member_worst(static_cast<size_t>(M), 0.0);
+    for (size_t j = 0; j < cpu.grads.size(); ++j) {
+      if (cpu.grads[j].dim() == 0 || cpu.grads[j].size(0) != M) continue;  // not a stacked parameter
+      const double scale = std::max(1e-3, cpu.grads[j].abs().max().item<double>());
+      const torch::Tensor by_member = (cpu.grads[j] - gpu.grads[j]).abs().reshape({M, -1}).amax(1);  // (M)
+      for (int64_t m = 0; m < M; ++m)
+        member_worst[static_cast<size_t>(m)] =
+            std::max(member_worst[static_cast<size_t>(m)], by_member[m].item<double>() / scale);
+    }
+    std::vector<double> sorted = member_worst;
+    std::sort(sorted.begin(), sorted.end());
+    std::printf("  heads %lld: GPU kernels vs their CPU emulation: loss %.1e, members' worst relative gradient %.1e, "
+                "the second worst %.1e\n",
+                static_cast<long long>(shape.heads), test::max_abs_diff(cpu.loss, gpu.loss), sorted[sorted.size() - 1],
+                sorted[sorted.size() - 2]);
+    print_gradient_differences(cpu, gpu, members, 1e-5);
     EXPECT_LT(test::max_abs_diff(cpu.loss, gpu.loss), 1e-6);
-    EXPECT_LT(worst, 1e-5);
+    EXPECT_LT(sorted[sorted.size() - 2], 1e-5) << "two members or more differ";
+    EXPECT_LT(sorted.back(), 1e-2);
   }
 }
 
 // Against LibTorch's autograd on the same GPU (the device step's arithmetic).
 TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
-  const EncoderShape shape = test::small_shape(0.1);
-  Encoder model(shape, kernel_members(shape), test::kCuda);
-  const int64_t M = model->member_count(), B = 70;
-  auto inputs = test::random_tokens(M, B, shape, 11).to(test::kCuda);
-  auto targets = test::random_tokens(M, B, shape, 12).to(test::kCuda);
-  const DropoutMasks masks = model->dropout_masks(B);
-  const StepResult reference = autograd_step(model, inputs, targets, &masks);
-  const StepResult ours = kernel_step(model, inputs, targets, &masks);
-  const double worst = worst_relative_gradient_difference(reference, ours);
-  std::printf("  GPU kernels vs GPU autograd: loss %.1e, worst relative gradient %.1e\n",
-              test::max_abs_diff(reference.loss, ours.loss), worst);
-  EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
-  EXPECT_LT(worst, 5e-5);
+  for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
+    const auto members = kernel_members(shape);
+    Encoder model(shape, members, test::kCuda);
+    const int64_t M = model->member_count(), B = 70;
+    auto inputs = test::random_tokens(M, B, shape, 11).to(test::kCuda);
+    auto targets = test::random_tokens(M, B, shape, 12).to(test::kCuda);
+    const DropoutMasks masks = model->dropout_masks(B);
+    const StepResult reference = autograd_step(model, inputs, targets, &masks);
+    const StepResult ours = kernel_step(model, inputs, targets, &masks);
+    const double worst = worst_relative_gradient_difference(reference, ours);
+    std::printf("  heads %lld: GPU kernels vs GPU autograd: loss %.1e, worst relative gradient %.1e\n",
+                static_cast<long long>(shape.heads), test::max_abs_diff(reference.loss, ours.loss), worst);
+    print_gradient_differences(reference, ours, members, 5e-5);
+    EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
+    EXPECT_LT(worst, 5e-5);
+  }
 }
 
 // The kernels alone on a small batch (two members, 40 examples, two heads, dropout, a score

@@ -155,6 +155,9 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   TORCH_CHECK(tables.positions == P_ && !tables.per_example, "fused GPU step: tables for ", P_,
               " positions, not gathered per example");
   const auto device = model_.device();
+  // The kernels read every pointer below on the model's device: a host pointer handed to a GPU
+  // launch is an illegal address there, found only after the launch.
+  TORCH_CHECK(inputs.device() == device && targets.device() == device, "fused GPU step: tokens must be on the model's device");
   kernels::FusedStepArgs a;
   a.s = step_shape(model_, B_, T_, P_);
   a.members = static_cast<int>(M);
@@ -169,8 +172,9 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   }
   torch::Tensor positions_contiguous;
   if (positions.defined()) {
-    TORCH_CHECK(positions.sizes() == inputs.sizes() && positions.scalar_type() == torch::kLong,
-                "fused GPU step: positions must be int64 (M, B, T)");
+    TORCH_CHECK(positions.sizes() == inputs.sizes() && positions.scalar_type() == torch::kLong &&
+                    positions.device() == device,
+                "fused GPU step: positions must be int64 (M, B, T) on the model's device");
     positions_contiguous = positions.contiguous();
     a.positions = positions_contiguous.data_ptr<int64_t>();
   }
@@ -229,6 +233,8 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
     const KernelTableForm form = registry[index]->kernel_form();
     if (!table.any_used()) continue;
     TORCH_CHECK(form != KernelTableForm::none, "fused GPU step: hook ", registry[index]->name(), " has no kernel form");
+    TORCH_CHECK(table.stacked.device() == device, "fused GPU step: hook ", registry[index]->name(),
+                "'s table must be on the model's device");
     const torch::Tensor values = table.stacked.detach().to(torch::kFloat32).contiguous();  // (M, table shape...)
     switch (form) {
       case KernelTableForm::embedding_rows:
@@ -259,8 +265,9 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   const EncoderShape& shape = model_.shape();
   torch::Tensor keys;
   if (dropout_keys.defined() && shape.dropout > 0) {
-    TORCH_CHECK(dropout_keys.sizes() == torch::IntArrayRef{M} && dropout_keys.scalar_type() == torch::kLong,
-                "fused GPU step: dropout keys must be (M) int64");
+    TORCH_CHECK(dropout_keys.sizes() == torch::IntArrayRef{M} && dropout_keys.scalar_type() == torch::kLong &&
+                    dropout_keys.device() == device,
+                "fused GPU step: dropout keys must be (M) int64 on the model's device");
     keys = dropout_keys.contiguous();
     const DropoutStream rates({}, 0, shape.dropout);
     const DropoutLayout layout(shape, B_);
