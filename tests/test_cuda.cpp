@@ -157,7 +157,7 @@ TEST(Cuda, EvaluationEqualsTheTrainingLoopsLastEvaluation) {
   train.eval_every = 20;
   Encoder model(test::small_shape(0.1), std::vector<MemberSpec>{{"t5", 0, "t5", false}, {"rope", 1, "rope", false}}, test::kCuda);
   const TrainOutcome outcome = train_members(model, data, train, nullptr);
-  EXPECT_EQ(outcome.training_step, "CUDA graph") << outcome.fallback_reason;
+  EXPECT_EQ(outcome.training_step, "fused GPU, CUDA graph") << outcome.fallback_reason;  // auto on a GPU
   const auto again = evaluate_split(model, data.test_inputs, data.test_targets);
   for (size_t m = 0; m < again.size(); ++m) {
     EXPECT_EQ(again[m].exact, outcome.final.test[m].exact);

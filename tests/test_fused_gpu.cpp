@@ -454,9 +454,14 @@ TEST(FusedGpu, WhatItCannotRunIsRefusedSayingWhy) {
 // those whose schemes fall back to the device step, so that no member trains slower because
 // of a neighbour; under auto the same arms share a batch as before.
 TEST(FusedGpu, ThePlannerKeepsTheKernelsMembersApartFromTheOthers) {
-  for (const std::string step : {"fused-gpu", "auto"}) {
+  // train.step and train.device: fused-gpu splits wherever it plans; auto on a GPU (where one
+  // is visible) as fused-gpu, on the CPU not.
+  std::vector<std::pair<std::string, std::string>> cases = {{"fused-gpu", "cpu"}, {"auto", "cpu"}};
+  if (torch::cuda::is_available()) cases.push_back({"auto", "cuda"});
+  for (const auto& [step, device] : cases) {
     Config config;
     config.train.step = step;
+    config.train.device = device;
     config.train.seeds = {0, 1};
     config.compare.schemes = {{"rope", {{"model.positional", "rope"}}},
                               {"cope", {{"model.positional", "cope"}}},
@@ -470,7 +475,7 @@ TEST(FusedGpu, ThePlannerKeepsTheKernelsMembersApartFromTheOthers) {
       for (const auto& member : batch) line += member.arm->name + " ";
       names.push_back(line);
     }
-    if (step == "fused-gpu") {
+    if (step == "fused-gpu" || device == "cuda") {
       ASSERT_EQ(batches.size(), 2u);
       EXPECT_EQ(names[0], "rope rope alibi alibi ");
       EXPECT_EQ(names[1], "cope cope fox fox ");

@@ -275,12 +275,13 @@ std::vector<ConfigField> make_fields() {
             ints(0, 1024, "must be 0 (one per core) or a thread count")),
       field("train.step", &Config::train, &TrainConfig::step, S::scheme,
             "which training step trains the scheme: `auto`, the fastest the device and the model allow (on the CPU "
-            "the fused CPU step, else autograd, saying why; on a GPU the device step, a CUDA graph where "
-            "`train.cuda_graph` is on); `fused-cpu` (`fused`, its old name, is read as it), the hand-written CPU "
-            "step (refused on a GPU, and where it cannot run the model); `fused-gpu`, the GPU's hand-written kernels, the whole forward and backward of every "
-            "member in one launch (refused on the CPU; members whose schemes act through a hook without a kernel "
-            "form train in batches of their own on the device step, saying why: docs/gpu.md; not yet run on a GPU, "
-            "so not yet auto's choice); `autograd`, LibTorch's autograd op by op, uncaptured "
+            "the fused CPU step, else autograd, saying why; on a GPU the fused GPU step, else the device step on "
+            "LibTorch's ops, saying why; a CUDA graph where `train.cuda_graph` is on); `fused-cpu` (`fused`, its old "
+            "name, is read as it), the hand-written CPU step (refused on a GPU, and where it cannot run the model); "
+            "`fused-gpu`, the GPU's hand-written kernels, the whole forward and backward of every member in one "
+            "launch (refused on the CPU; members whose schemes act through a hook without a kernel form train in "
+            "batches of their own on the device step, saying why: docs/gpu.md); `autograd`, LibTorch's autograd op "
+            "by op, uncaptured "
             "(on the CPU a full batch in chunks of 256 examples per member; on a GPU the device step without its "
             "CUDA graph, as `train.cuda_graph=false`). The same numbers up to float rounding; schemes on different "
             "steps train in different batches",

@@ -2,8 +2,10 @@
 
 #include <map>
 
+#include "compat/torch_compat.h"
 #include "model/fused_gpu.h"
 #include "model/positional.h"
+#include "train/step_factory.h"
 
 namespace copytask {
 
@@ -11,15 +13,16 @@ namespace {
 
 // Schemes that may share a batch: equal configs once the per-member keys are removed, and
 // the same training steps that can run their schemes (model/positional.h, StepSupport; and
-// under train.step = fused-gpu, whether its kernels can run them), so
-// that a member never trains on a slower step because of a neighbour that needs it (and its
-// numbers never depend on its neighbours).
+// where the fused GPU step trains, whether its kernels can run them), so that a member never
+// trains on a slower step because of a neighbour that needs it (and its numbers never depend
+// on its neighbours).
 std::string batch_key(const Config& config) {
   nlohmann::json j = config_to_json(config);
   j["steps"] = positional_steps(config.model.positional, config.model.positional_options);
   // On the fused GPU step, the members its kernels can run apart from those that fall back to
-  // the device step (model/fused_gpu.h).
-  if (config.train.step == "fused-gpu")
+  // the device step (model/fused_gpu.h), on the study's device as the commands resolve it
+  // (they refuse train.device = cuda without a GPU before any plan is made).
+  if (fused_gpu_step_chosen(config.train.step, device_resolve(config.train.device).is_cuda()))
     j["fused_gpu"] = fused_gpu_scheme_problem(config.model.positional, config.model.positional_options,
                                               encoder_shape_of(config), config.model.causal)
                          .empty();

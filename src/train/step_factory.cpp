@@ -23,12 +23,16 @@ std::string training_step_refusal(const TrainConfig& train, const c10::Device& d
   return "";
 }
 
+bool fused_gpu_step_chosen(const std::string& step, bool on_gpu) {
+  return step == "fused-gpu" || (step == "auto" && on_gpu);  // fused-gpu off a GPU: refused before
+}
+
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train) {
   if (train.step != "auto" && train.step != "fused-cpu" && train.step != "fused-gpu" && train.step != "autograd")
     throw ConfigError("train.step = \"" + train.step + "\": must be auto, fused-cpu, fused-gpu or autograd");
   const std::string refusal = training_step_refusal(train, model->device());
   if (!refusal.empty()) throw ConfigError(refusal);
-  if (train.step == "fused-gpu") {
+  if (fused_gpu_step_chosen(train.step, model->device().is_cuda())) {
     // Never silently slower: a batch the kernels cannot run trains on the device step, saying why.
     const std::string unsupported = fused_gpu_unsupported(*model, data.train_inputs.size(1));
     const bool capture = train.cuda_graph && cuda_graph_unavailable().empty();
@@ -37,11 +41,8 @@ std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData
                                           "the fused GPU step cannot run this batch: " + unsupported);
     return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused);
   }
-  if (model->device().is_cuda()) {
-    // train.step = autograd on a GPU: the same device step, never captured.
-    const bool capture = train.step == "auto" && train.cuda_graph && cuda_graph_unavailable().empty();
-    return std::make_unique<DeviceStep>(model, data, train, capture);
-  }
+  // train.step = autograd on a GPU: the same device step, never captured.
+  if (model->device().is_cuda()) return std::make_unique<DeviceStep>(model, data, train, /*capture=*/false);
   if (train.step == "autograd") return std::make_unique<AutogradStep>(model, data, train);
   const std::string unsupported = fused_cpu_unsupported(*model);
   if (unsupported.empty()) return std::make_unique<FusedCpuStep>(model, data, train);

@@ -16,17 +16,25 @@ struct TrainData;
 
 // The step that trains `model` (its members, on its device) on `data` with `train`, as
 // train.step asks (docs/configuration.md):
-//   auto      on a GPU the DeviceStep, captured when train.cuda_graph is on and LibTorch can
-//             capture; on the CPU the FusedCpuStep wherever fused_cpu_unsupported(model) is
-//             empty, else the AutogradStep, whose fallback_reason says why
+//   auto      on a GPU as fused-gpu (below); on the CPU the FusedCpuStep wherever
+//             fused_cpu_unsupported(model) is empty, else the AutogradStep, whose
+//             fallback_reason says why
 //   fused     the FusedCpuStep; a ConfigError saying why where it cannot run (a GPU, or
 //             what fused_cpu_unsupported says), never a silent fallback
 //   fused-gpu the DeviceStep with the fused GPU step's kernels (model/fused_gpu.h), captured
-//             as auto's; where the kernels cannot run the batch (fused_gpu_unsupported), the
-//             plain DeviceStep, whose fallback_reason says why; a ConfigError on the CPU
+//             when train.cuda_graph is on and LibTorch can capture; where the kernels cannot
+//             run the batch (fused_gpu_unsupported), the DeviceStep on LibTorch's ops, captured
+//             alike, whose fallback_reason says why; a ConfigError on the CPU
 //   autograd  on the CPU the AutogradStep; on a GPU the DeviceStep uncaptured (the same
 //             ops, its Adam on the device). No fallback_reason: nothing faster was meant
 std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData& data, const TrainConfig& train);
+
+// Whether train.step = `step` trains on the fused GPU step's kernels where they can run the
+// batch: fused-gpu (refused off a GPU), and auto on a GPU since the kernels passed there
+// (docs/gpu.md). The one
+// rule, read by training_step_make and by the study's planner (study/study_plan.cpp), which
+// keeps the members the kernels can run apart from the others.
+bool fused_gpu_step_chosen(const std::string& step, bool on_gpu);
 
 // Why train.step cannot train on `device` at all ("" when it can): "fused" on a GPU,
 // "fused-gpu" on the CPU. A
