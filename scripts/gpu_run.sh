@@ -199,12 +199,17 @@ for name in "${stages[@]}"; do
         '$python' $report fused $out
         # Inside the step kernel: ncu's view of one launch of the reference study's (the clocks as
         # found), into the log and fused_ncu.txt: throughput against the chip's limits, occupancy,
-        # and what the warps wait on.
+        # and what the warps wait on; and, the kernels being built with -lineinfo, the warps'
+        # stall samples line by line of the body (fused_source.csv).
         if command -v ncu >/dev/null; then
           ncu --clock-control none -k regex:fused_step_kernel -c 1 --section SpeedOfLight --section Occupancy \\
             --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \\
+            --section SourceCounters --import-source yes -f -o /tmp/copytask-fused-ncu \\
             \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false \\
             --warmup 1 --steps 1 > $out/fused_ncu.txt 2>&1 || echo 'ncu did not run (see fused_ncu.txt)'
+          ncu -i /tmp/copytask-fused-ncu.ncu-rep --page details >> $out/fused_ncu.txt 2>&1 || true
+          ncu -i /tmp/copytask-fused-ncu.ncu-rep --page source --csv --print-source cuda > $out/fused_source.csv 2>&1 ||
+            echo 'ncu could not print the source page (see fused_source.csv)'
           grep -E 'Duration|Throughput|Occupancy|Registers|Shared Memory|Stall|Warp Cycles|Issued' $out/fused_ncu.txt | head -60 || true
         fi" ;;
     fused-study)
