@@ -124,6 +124,24 @@ COPYTASK_INLINE void store_vec(float* p, Vec v) {
   typedef float Unaligned __attribute__((vector_size(sizeof(Vec)), aligned(4), may_alias));
   *reinterpret_cast<Unaligned*>(p) = v;
 }
+template <>
+COPYTASK_INLINE void store_vec<float>(float* p, float v) {
+  *p = v;
+}
+
+// An element-wise loop over i < n written once: body(Lane{}, i) for lanes i .. i + width - 1,
+// with Lane = Vec8 while eight remain, then Vec4 (a 20-wide row's last four), then float one
+// by one (load_vec<float> and store_vec<float> are a plain read and write). Each element's
+// arithmetic is the body's whatever its lane type, so the three loops agree bit for bit.
+// Written out, not left to the compiler: it vectorised such loops behind run-time checks that
+// their arrays do not overlap, paid on every row.
+template <class Body>
+COPYTASK_INLINE void over_lanes(int64_t n, const Body& body) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) body(Vec8{}, i);
+  for (; i + 4 <= n; i += 4) body(Vec4{}, i);
+  for (; i < n; ++i) body(float{}, i);
+}
 
 // A tile's partial last vector, the first `width` < W lanes of a row: how each variant loads
 // (the other lanes 0) and stores it. The generic target goes through a small buffer (above);
@@ -378,22 +396,13 @@ COPYTASK_INLINE void linear_forward(const float* in, const float* w, const float
 template <class Lanes>
 COPYTASK_INLINE void linear_backward(const float* in, const float* grad_out, const float* w_t, float* grad_w,
                                      float* grad_bias, float* grad_in, int64_t T, int64_t I, int64_t O) {
-  if (grad_bias) {
-    int64_t o = 0;
-    for (; o + 8 <= O; o += 8) {
-      Vec8 sum = load_vec<Vec8>(grad_bias + o);
-      for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec8>(grad_out + t * O + o);
+  if (grad_bias)  // each column summed row after row, several columns in a vector's lanes
+    over_lanes(O, [&](auto lane, int64_t o) {
+      using Lane = decltype(lane);
+      Lane sum = load_vec<Lane>(grad_bias + o);
+      for (int64_t t = 0; t < T; ++t) sum += load_vec<Lane>(grad_out + t * O + o);
       store_vec(grad_bias + o, sum);
-    }
-    // Four columns at once (a 20-wide layer's last four), each summed in the same order.
-    for (; o + 4 <= O; o += 4) {
-      Vec4 sum = load_vec<Vec4>(grad_bias + o);
-      for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec4>(grad_out + t * O + o);
-      store_vec(grad_bias + o, sum);
-    }
-    for (; o < O; ++o)
-      for (int64_t t = 0; t < T; ++t) grad_bias[o] += grad_out[t * O + o];
-  }
+    });
   matmul<Lanes>(in, 1, I, grad_out, nullptr, grad_w, I, T, O, true);  // rows i, summed over t
   if (grad_in) matmul<Lanes>(grad_out, O, 1, w_t, nullptr, grad_in, T, O, I, false);
 }
@@ -445,10 +454,8 @@ COPYTASK_INLINE float row_squared_deviation(const float* x, float mean, int64_t 
 constexpr int64_t kLayerNormRows = 8;
 
 // Over D (eps 1e-5, biased variance, as torch::layer_norm); keeps the normalised rows and
-// 1/std for the backward. The loops over d are written eight lanes at a time, then four (a
-// 20-wide row's last four), then the rest: left to the compiler, each was vectorised behind
-// run-time checks that its arrays do not overlap, paid on every row. (The sums' tails stay
-// element by element: in lanes they would be added in another order.) The rows go in blocks
+// 1/std for the backward. The element-wise loops over d go over_lanes (above). (The sums'
+// tails stay element by element: in lanes they would be added in another order.) The rows go in blocks
 // of eight, each step for the whole block before the next (every mean, then every 1/std,
 // then the rows normalised): a row's steps wait on each other (a sum, a division, a second
 // sum, a square root), the block's rows do not, so the CPU runs eight rows' chains side by
@@ -469,22 +476,12 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
       rstd[t] = r[i];
       float* n_t = normalized + t * D;
       float* out_t = out + t * D;
-      int64_t d = 0;
-      for (; d + 8 <= D; d += 8) {
-        const Vec8 n = (load_vec<Vec8>(x_t + d) - mean[i]) * r[i];
+      over_lanes(D, [&](auto lane, int64_t d) {
+        using Lane = decltype(lane);
+        const Lane n = (load_vec<Lane>(x_t + d) - mean[i]) * r[i];
         store_vec(n_t + d, n);
-        store_vec(out_t + d, n * load_vec<Vec8>(weight + d) + load_vec<Vec8>(bias + d));
-      }
-      for (; d + 4 <= D; d += 4) {
-        const Vec4 n = (load_vec<Vec4>(x_t + d) - mean[i]) * r[i];
-        store_vec(n_t + d, n);
-        store_vec(out_t + d, n * load_vec<Vec4>(weight + d) + load_vec<Vec4>(bias + d));
-      }
-      for (; d < D; ++d) {
-        const float n = (x_t[d] - mean[i]) * r[i];
-        n_t[d] = n;
-        out_t[d] = n * weight[d] + bias[d];
-      }
+        store_vec(out_t + d, n * load_vec<Lane>(weight + d) + load_vec<Lane>(bias + d));
+      });
     }
   }
 }
@@ -504,24 +501,13 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
       const float* n_t = normalized + (first + i) * D;
       const float* g_t = grad_out + (first + i) * D;
       float* gn = scratch + i * D;  // d(normalized) = grad_out * weight, row i of the block
-      int64_t d = 0;
-      for (; d + 8 <= D; d += 8) {
-        const Vec8 g = load_vec<Vec8>(g_t + d);
-        store_vec(grad_weight + d, load_vec<Vec8>(grad_weight + d) + g * load_vec<Vec8>(n_t + d));
-        store_vec(grad_bias + d, load_vec<Vec8>(grad_bias + d) + g);
-        store_vec(gn + d, g * load_vec<Vec8>(weight + d));
-      }
-      for (; d + 4 <= D; d += 4) {
-        const Vec4 g = load_vec<Vec4>(g_t + d);
-        store_vec(grad_weight + d, load_vec<Vec4>(grad_weight + d) + g * load_vec<Vec4>(n_t + d));
-        store_vec(grad_bias + d, load_vec<Vec4>(grad_bias + d) + g);
-        store_vec(gn + d, g * load_vec<Vec4>(weight + d));
-      }
-      for (; d < D; ++d) {
-        grad_weight[d] += g_t[d] * n_t[d];
-        grad_bias[d] += g_t[d];
-        gn[d] = g_t[d] * weight[d];
-      }
+      over_lanes(D, [&](auto lane, int64_t d) {
+        using Lane = decltype(lane);
+        const Lane g = load_vec<Lane>(g_t + d);
+        store_vec(grad_weight + d, load_vec<Lane>(grad_weight + d) + g * load_vec<Lane>(n_t + d));
+        store_vec(grad_bias + d, load_vec<Lane>(grad_bias + d) + g);
+        store_vec(gn + d, g * load_vec<Lane>(weight + d));
+      });
     }
     // The means of d(normalized) and of d(normalized) * normalized, row by row.
     float mean_g[kLayerNormRows], mean_gn[kLayerNormRows];
@@ -535,14 +521,11 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
       const float* gn = scratch + i * D;
       float* gx_t = grad_x + t * D;
       const float r = rstd[t];
-      int64_t d = 0;
-      for (; d + 8 <= D; d += 8)
-        store_vec(gx_t + d, load_vec<Vec8>(gx_t + d) +
-                                r * (load_vec<Vec8>(gn + d) - mean_g[i] - load_vec<Vec8>(n_t + d) * mean_gn[i]));
-      for (; d + 4 <= D; d += 4)
-        store_vec(gx_t + d, load_vec<Vec4>(gx_t + d) +
-                                r * (load_vec<Vec4>(gn + d) - mean_g[i] - load_vec<Vec4>(n_t + d) * mean_gn[i]));
-      for (; d < D; ++d) gx_t[d] += r * (gn[d] - mean_g[i] - n_t[d] * mean_gn[i]);
+      over_lanes(D, [&](auto lane, int64_t d) {
+        using Lane = decltype(lane);
+        store_vec(gx_t + d, load_vec<Lane>(gx_t + d) +
+                                r * (load_vec<Lane>(gn + d) - mean_g[i] - load_vec<Lane>(n_t + d) * mean_gn[i]));
+      });
     }
   }
 }
