@@ -242,7 +242,8 @@ TEST(FusedGpu, EveryTablesGradientEqualsAutogradsWithDropout) {
   every_table.every_table_learned = true;
   FusedGpuKernels kernels(*model, B, shape.context, every_table);
   PositionalTables ours;
-  kernels.loss_backward(model->positional_tables(shape.context), inputs, targets, {}, keys_of(masks, model->device()), &ours);
+  kernels.loss_backward(model->positional_tables(shape.context), inputs, targets, {}, keys_of(masks, model->device()),
+                        &ours);
   const auto& hooks = hook_registry();
   int compared = 0;
   for (size_t index = 0; index < hooks.size(); ++index) {
@@ -574,10 +575,12 @@ void print_gradient_differences(const StepResult& a, const StepResult& b, const 
     const double diff = test::max_abs_diff(a.grads[j], b.grads[j]);
     const double largest = a.grads[j].abs().max().item<double>();
     if (diff <= tolerance * std::max(1e-3, largest)) continue;
-    const torch::Tensor by_row = (a.grads[j] - b.grads[j].to(a.grads[j].device())).abs().reshape({a.grads[j].size(0), -1});
+    const torch::Tensor by_row =
+        (a.grads[j] - b.grads[j].to(a.grads[j].device())).abs().reshape({a.grads[j].size(0), -1});  // (M, rest)
     const auto row = static_cast<size_t>(by_row.amax(1).argmax().item<int64_t>());  // a member where it is (M, ...)
     std::printf("    parameter %zu %s: largest %.3e, difference %.3e, most in row %zu (%s)\n", j,
-                c10::str(a.grads[j].sizes()).c_str(), largest, diff, row, row < members.size() ? members[row].arm.c_str() : "?");
+                c10::str(a.grads[j].sizes()).c_str(), largest, diff, row,
+                row < members.size() ? members[row].arm.c_str() : "?");
   }
 }
 

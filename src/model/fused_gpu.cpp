@@ -157,7 +157,8 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   const auto device = model_.device();
   // The kernels read every pointer below on the model's device: a host pointer handed to a GPU
   // launch is an illegal address there, found only after the launch.
-  TORCH_CHECK(inputs.device() == device && targets.device() == device, "fused GPU step: tokens must be on the model's device");
+  TORCH_CHECK(inputs.device() == device && targets.device() == device,
+              "fused GPU step: tokens must be on the model's device");
   kernels::FusedStepArgs a;
   a.s = step_shape(model_, B_, T_, P_);
   a.members = static_cast<int>(M);
