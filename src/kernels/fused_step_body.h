@@ -65,6 +65,12 @@ COPYTASK_HOST_DEVICE inline float negative_infinity() {
 #endif
 }
 
+// The columns of a head that a sum over keys or queries holds in registers at once: the
+// attention's sums run over j (or i) for kHeadColumns columns d0 .. d0 + 3 of the head, each
+// column's sum in order from 0, so each is the sum it was, and none is read back from shared
+// memory at every term (a chain through memory: a load, a multiply-add, a store, per term).
+inline constexpr int kHeadColumns = 4;
+
 // Two phases' items in one phase: items 0..first-1 of one kind, then second of another.
 // (Each barrier costs every thread of the block a wait: independent work shares one.)
 template <class Threads, class First, class Second>
@@ -519,24 +525,34 @@ class FusedStepBlock {
       const float inverse_total = 1.0f / total;
       for (int j = 0; j < seen; ++j) w[j] *= inverse_total;
       for (int j = seen; j < T; ++j) w[j] = 0.0f;
+      // The weights times the dropout mask, in this row of grad_scores (free until the
+      // backward): each mask drawn once for the sums below.
+      float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
+      for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
       float* out = mixed + qr * D + h * Dh;
-      for (int d = 0; d < Dh; ++d) out[d] = 0.0f;
-      for (int j = 0; j < seen; ++j) {
-        const float kept = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
-        const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh;
-        for (int d = 0; d < Dh; ++d) out[d] = fma_of(kept, v[d], out[d]);
+      for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
+        float acc[kHeadColumns] = {};
+        for (int j = 0; j < seen; ++j) {
+          const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh + d0;
+          for (int c = 0; c < kHeadColumns; ++c)
+            if (d0 + c < Dh) acc[c] = fma_of(kept[j], v[c], acc[c]);
+        }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (d0 + c < Dh) out[d0 + c] = acc[c];
       }
     });
   }
 
   // From grad_narrow (R, D), the gradient at mixed: grad_wide (R, 3D) = the gradient at
   // q | k | v, and grad_scores the gradient at the logits (the score bias's). Two phases:
-  // items (example, head, query i) make row i's gradient at the logits and dq_i; then items
+  // items (example, head, query i) make row i's gradient at the logits and dq_i, and turn
+  // row i of the layer's weights into the weights times the dropout mask (what dv reads; the
+  // weights before dropout are not read again until the next tile's forward); then items
   // (example, head, key j) make dk_j and dv_j from the columns j.
   COPYTASK_HOST_DEVICE void attention_backward(int l) {
     const int T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
     const float* qkv = block_part(l_.qkv, l);
-    const float* weights = block_part(l_.weights, l);
+    float* weights = block_part(l_.weights, l);
     const float* g = sm(l_.grad_narrow);
     float* gs = sm(l_.grad_scores);
     float* gq = sm(l_.grad_wide);
@@ -544,7 +560,7 @@ class FusedStepBlock {
     block_items(threads_, n_ * H * T, [&](int item) {
       const int i = item % T, h = item / T % H, e = item / (T * H);
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
-      const float* w = weights + ((e * H + h) * T + i) * T;
+      float* w = weights + ((e * H + h) * T + i) * T;
       float* gl = gs + ((e * H + h) * T + i) * T;
       const float* g_i = g + qr * D + h * Dh;
       // d(weights)_j = g_i . v_j times the mask, then the softmax's backward.
@@ -556,14 +572,22 @@ class FusedStepBlock {
         gl[j] = dot * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
         weighted = fma_of(w[j], gl[j], weighted);
       }
-      for (int j = 0; j < seen; ++j) gl[j] = w[j] * (gl[j] - weighted);
+      for (int j = 0; j < seen; ++j) {
+        gl[j] = w[j] * (gl[j] - weighted);
+        w[j] *= mask(l, 0, tile_first_ + e, (h * T + i) * T + j);  // now the kept weight
+      }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
       float* dq = gq + qr * 3 * D + h * Dh;
-      for (int d = 0; d < Dh; ++d) dq[d] = 0.0f;
-      for (int j = 0; j < seen; ++j) {
-        const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh;
-        const float scaled = gl[j] * scale_;
-        for (int d = 0; d < Dh; ++d) dq[d] = fma_of(scaled, k[d], dq[d]);
+      for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
+        float acc[kHeadColumns] = {};
+        for (int j = 0; j < seen; ++j) {
+          const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh + d0;
+          const float scaled = gl[j] * scale_;
+          for (int c = 0; c < kHeadColumns; ++c)
+            if (d0 + c < Dh) acc[c] = fma_of(scaled, k[c], acc[c]);
+        }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (d0 + c < Dh) dq[d0 + c] = acc[c];
       }
     });
     float* bias_grad = table_grad(kLearnsScoreBias, a_.tables.score_bias_grad, l);
@@ -574,16 +598,24 @@ class FusedStepBlock {
           const int kr = e * T + j;
           float* dk = gq + kr * 3 * D + D + h * Dh;
           float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
-          for (int d = 0; d < Dh; ++d) dk[d] = dv[d] = 0.0f;
-          for (int i = is_causal ? j : 0; i < T; ++i) {
-            const float* q = qkv + (e * T + i) * 3 * D + h * Dh;
-            const float* g_i = g + (e * T + i) * D + h * Dh;
-            const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
-            const float kept = weights[((e * H + h) * T + i) * T + j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
-            for (int d = 0; d < Dh; ++d) {
-              dk[d] = fma_of(scaled, q[d], dk[d]);
-              dv[d] = fma_of(kept, g_i[d], dv[d]);
+          for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
+            float dk_acc[kHeadColumns] = {}, dv_acc[kHeadColumns] = {};
+            for (int i = is_causal ? j : 0; i < T; ++i) {
+              const float* q = qkv + (e * T + i) * 3 * D + h * Dh + d0;
+              const float* g_i = g + (e * T + i) * D + h * Dh + d0;
+              const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
+              const float kept = weights[((e * H + h) * T + i) * T + j];  // times its mask (phase 1)
+              for (int c = 0; c < kHeadColumns; ++c)
+                if (d0 + c < Dh) {
+                  dk_acc[c] = fma_of(scaled, q[c], dk_acc[c]);
+                  dv_acc[c] = fma_of(kept, g_i[c], dv_acc[c]);
+                }
             }
+            for (int c = 0; c < kHeadColumns; ++c)
+              if (d0 + c < Dh) {
+                dk[d0 + c] = dk_acc[c];
+                dv[d0 + c] = dv_acc[c];
+              }
           }
         },
         bias_grad ? H * s_.P : 0,
