@@ -69,6 +69,9 @@ COPYTASK_HOST_DEVICE inline float negative_infinity() {
 // attention's sums run over j (or i) for kHeadColumns columns d0 .. d0 + 3 of the head, each
 // column's sum in order from 0, so each is the sum it was, and none is read back from shared
 // memory at every term (a chain through memory: a load, a multiply-add, a store, per term).
+// The layer norms' and the loss's element-wise loops likewise load four columns' operands
+// before storing their results: the compiler cannot tell a store from the next column's
+// loads, so one column at a time each load waited for the store before it.
 inline constexpr int kHeadColumns = 4;
 
 // Two phases' items in one phase: items 0..first-1 of one kind, then second of another.
@@ -356,10 +359,21 @@ class FusedStepBlock {
       for (int d = 0; d < D; ++d) squares = fma_of(x_r[d] - mean, x_r[d] - mean, squares);
       const float inverse = 1.0f / sqrt_of(squares / static_cast<float>(D) + 1e-5f);
       rstd[r] = inverse;
-      for (int d = 0; d < D; ++d) {
-        const float n = (x_r[d] - mean) * inverse;
-        normalized[r * D + d] = n;
-        out[r * D + d] = fma_of(n, w[d], bias[d]);
+      // Four columns' operands loaded before their results are stored (kHeadColumns, above).
+      for (int d0 = 0; d0 < D; d0 += kHeadColumns) {
+        float xs[kHeadColumns] = {}, ws[kHeadColumns] = {}, bs[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (d0 + c < D) {
+            xs[c] = x_r[d0 + c];
+            ws[c] = w[d0 + c];
+            bs[c] = bias[d0 + c];
+          }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (d0 + c < D) {
+            const float n = (xs[c] - mean) * inverse;
+            normalized[r * D + d0 + c] = n;
+            out[r * D + d0 + c] = fma_of(n, ws[c], bs[c]);
+          }
       }
     });
   }
@@ -390,9 +404,21 @@ class FusedStepBlock {
             sum_gn = fma_of(gn, n[d], sum_gn);
           }
           const float mean_g = sum_g / static_cast<float>(D), mean_gn = sum_gn / static_cast<float>(D);
-          for (int d = 0; d < D; ++d) {
-            const float v = rstd[r] * (g[d] * w[d] - mean_g - n[d] * mean_gn);
-            gx[r * D + d] = accumulate ? gx[r * D + d] + v : v;
+          const float rstd_r = rstd[r];
+          for (int d0 = 0; d0 < D; d0 += kHeadColumns) {  // loads before stores, as in the forward
+            float gos[kHeadColumns] = {}, ws[kHeadColumns] = {}, ns[kHeadColumns] = {}, before[kHeadColumns] = {};
+            for (int c = 0; c < kHeadColumns; ++c)
+              if (d0 + c < D) {
+                gos[c] = g[d0 + c];
+                ws[c] = w[d0 + c];
+                ns[c] = n[d0 + c];
+                before[c] = accumulate ? gx[r * D + d0 + c] : 0.0f;
+              }
+            for (int c = 0; c < kHeadColumns; ++c)
+              if (d0 + c < D) {
+                const float v = rstd_r * (gos[c] * ws[c] - mean_g - ns[c] * mean_gn);
+                gx[r * D + d0 + c] = accumulate ? before[c] + v : v;
+              }
           }
         },
         D,
@@ -727,13 +753,26 @@ class FusedStepBlock {
       for (int v = 0; v < V; ++v) row_max = p[v] > row_max ? p[v] : row_max;
       const float target_shifted = p[target] - row_max;  // kept before e^x replaces it
       float total = 0;
-      for (int v = 0; v < V; ++v) {
-        p[v] = exp_of(p[v] - row_max);
-        total += p[v];
+      for (int v0 = 0; v0 < V; v0 += kHeadColumns) {  // loads before stores, as the layer norms
+        float e[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (v0 + c < V) e[c] = p[v0 + c];
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (v0 + c < V) {
+            e[c] = exp_of(e[c] - row_max);
+            p[v0 + c] = e[c];
+            total += e[c];
+          }
       }
       row_loss[r] = log_of(total) - target_shifted;  // -log softmax of the target
       const float to_gradient = weight / total;
-      for (int v = 0; v < V; ++v) p[v] *= to_gradient;
+      for (int v0 = 0; v0 < V; v0 += kHeadColumns) {
+        float e[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (v0 + c < V) e[c] = p[v0 + c];
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (v0 + c < V) p[v0 + c] = e[c] * to_gradient;
+      }
       p[target] -= weight;
     });
     double* loss = a_.partial_loss + static_cast<int64_t>(m_) * a_.partitions + k_;
