@@ -534,22 +534,41 @@ class FusedStepBlock {
       const float* q = qkv + qr * 3 * D + h * Dh;
       float* w = weights + ((e * H + h) * T + i) * T;
       float row_max = negative_infinity();
-      for (int j = 0; j < seen; ++j) {
-        const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh;
-        float dot = 0;
-        for (int d = 0; d < Dh; ++d) dot = fma_of(q[d], k[d], dot);
-        float logit = dot * scale_;
-        if (bias) logit += bias[bias_at(h, qr, e * T + j)];
-        w[j] = logit;
-        row_max = logit > row_max ? logit : row_max;
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {  // four keys' dot products side by side
+        float dot[kHeadColumns] = {};
+        for (int d = 0; d < Dh; ++d) {
+          const float q_d = q[d];
+          for (int c = 0; c < kHeadColumns; ++c)
+            if (j0 + c < seen) dot[c] = fma_of(q_d, qkv[(e * T + j0 + c) * 3 * D + D + h * Dh + d], dot[c]);
+        }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) {
+            float logit = dot[c] * scale_;
+            if (bias) logit += bias[bias_at(h, qr, e * T + j0 + c)];
+            w[j0 + c] = logit;
+            row_max = logit > row_max ? logit : row_max;
+          }
       }
       float total = 0;
-      for (int j = 0; j < seen; ++j) {
-        w[j] = exp_of(w[j] - row_max);
-        total += w[j];
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
+        float x[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) x[c] = w[j0 + c];
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) {
+            x[c] = exp_of(x[c] - row_max);
+            w[j0 + c] = x[c];
+            total += x[c];
+          }
       }
       const float inverse_total = 1.0f / total;
-      for (int j = 0; j < seen; ++j) w[j] *= inverse_total;
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
+        float x[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) x[c] = w[j0 + c];
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) w[j0 + c] = x[c] * inverse_total;
+      }
       for (int j = seen; j < T; ++j) w[j] = 0.0f;
       // The weights times the dropout mask, in this row of grad_scores (free until the
       // backward): each mask drawn once for the sums below.
@@ -591,16 +610,32 @@ class FusedStepBlock {
       const float* g_i = g + qr * D + h * Dh;
       // d(weights)_j = g_i . v_j times the mask, then the softmax's backward.
       float weighted = 0;
-      for (int j = 0; j < seen; ++j) {
-        const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh;
-        float dot = 0;
-        for (int d = 0; d < Dh; ++d) dot = fma_of(g_i[d], v[d], dot);
-        gl[j] = dot * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
-        weighted = fma_of(w[j], gl[j], weighted);
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {  // four keys' dot products side by side
+        float dot[kHeadColumns] = {};
+        for (int d = 0; d < Dh; ++d) {
+          const float g_d = g_i[d];
+          for (int c = 0; c < kHeadColumns; ++c)
+            if (j0 + c < seen) dot[c] = fma_of(g_d, qkv[(e * T + j0 + c) * 3 * D + 2 * D + h * Dh + d], dot[c]);
+        }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) {
+            const float dropped = dot[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);
+            gl[j0 + c] = dropped;
+            weighted = fma_of(w[j0 + c], dropped, weighted);
+          }
       }
-      for (int j = 0; j < seen; ++j) {
-        gl[j] = w[j] * (gl[j] - weighted);
-        w[j] *= mask(l, 0, tile_first_ + e, (h * T + i) * T + j);  // now the kept weight
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
+        float ws[kHeadColumns] = {}, gls[kHeadColumns] = {};
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) {
+            ws[c] = w[j0 + c];
+            gls[c] = gl[j0 + c];
+          }
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < seen) {
+            gl[j0 + c] = ws[c] * (gls[c] - weighted);
+            w[j0 + c] = ws[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);  // now the kept weight
+          }
       }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
       float* dq = gq + qr * 3 * D + h * Dh;
