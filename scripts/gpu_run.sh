@@ -225,6 +225,15 @@ for name in "${stages[@]}"; do
     *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-bench or fused-study" >&2; exit 2 ;;
   esac
 done
+# The device tool brings back 8 files: where the stages left more, the files beyond the first
+# six (summary.json and gpu_run.log, then by name) travel in one archive, extra.tgz (tar xzf
+# extra.tgz where they land).
+files=$(cd "$out" && ls -1 | grep -vx 'extra.tgz')
+if [ "$(echo "$files" | grep -c .)" -gt 8 ]; then
+  keep=$( (echo summary.json; echo gpu_run.log; echo "$files" | grep -vx -e summary.json -e gpu_run.log) | head -6)
+  pack=$(echo "$files" | grep -vxF "$keep")
+  (cd "$out" && tar czf extra.tgz $pack && rm -f $pack) && echo "== packed into $out/extra.tgz: $(echo $pack)"
+fi
 echo "== summary ($summary):"
 "$python" "$report" print "$summary"
 exit "$worst"
