@@ -584,15 +584,44 @@ void print_gradient_differences(const StepResult& a, const StepResult& b, const 
   }
 }
 
-// The GPU's kernels against their emulation on the CPU: the same arithmetic, so within float
-// rounding of the few functions whose last bits differ between the two (exp, log), and of the
-// products' multiply-adds, which the GPU's compiler contracts into one rounding where the
-// CPU's does not. That last can move one member further: a hidden unit whose input lies
-// within a rounding of zero takes the other side of ReLU's kink on the other device, and the
-// member's gradients move by that unit's share (seen on an H200: 2.8e-3 in one member of 22 at
-// the reference shape, the GPU kernels agreeing with the GPU's autograd to 1.4e-6 for the same
-// member). So every member but one within 1e-5, that one within 1e-2: a race or a wrong index
-// moves many members, or one by far more.
+// Each member's worst gradient difference between two steps' results, relative to the
+// parameter's largest over the members (the parameters stacked over the members).
+std::vector<double> member_worst(const StepResult& a, const StepResult& b, int64_t M) {
+  std::vector<double> worst(static_cast<size_t>(M), 0.0);
+  for (size_t j = 0; j < a.grads.size(); ++j) {
+    if (a.grads[j].dim() == 0 || a.grads[j].size(0) != M) continue;  // not a stacked parameter
+    const double scale = std::max(1e-3, a.grads[j].abs().max().item<double>());
+    const torch::Tensor by_member = (a.grads[j] - b.grads[j]).abs().reshape({M, -1}).amax(1);  // (M)
+    for (int64_t m = 0; m < M; ++m)
+      worst[static_cast<size_t>(m)] = std::max(worst[static_cast<size_t>(m)], by_member[m].item<double>() / scale);
+  }
+  return worst;
+}
+
+// The same step by LibTorch's autograd on `device`, the results on the CPU.
+StepResult autograd_step_on(const torch::Device& device, const EncoderShape& shape,
+                            const std::vector<MemberSpec>& members, const torch::Tensor& inputs,
+                            const torch::Tensor& targets, int64_t B) {
+  Encoder model(shape, members, device);
+  const DropoutMasks masks = model->dropout_masks(B);
+  const torch::Tensor positions = model->training_positions(inputs.to(device));  // as kernel_step_on's
+  StepResult result = autograd_step(model, inputs.to(device), targets.to(device), &masks, positions);
+  result.loss = result.loss.cpu();
+  for (auto& g : result.grads) g = g.cpu();
+  return result;
+}
+
+// The GPU's kernels against their emulation on the CPU: the same arithmetic (every product's
+// term one fused multiply-add on both), so within float rounding of the few functions whose
+// last bits differ between the two (exp, log, and expressions the GPU's compiler contracts).
+// Seen on an H200, 2026-11-27: every member within 1e-6 but one (`t5+causal` at the
+// reference shape, 2.8e-3, the same in a second run), whose gradients the GPU's kernels give
+// as the GPU's autograd does (1.4e-6). Why it differs from its emulation is not established:
+// a hidden unit's input within a rounding of zero, crossing ReLU's kink, would do it, but
+// moving every weight by a rounding moves that member's gradients by 5e-7 on the CPU, as any
+// other's. So, until the next GPU run says which side is off (the printout below sets the
+// CPU's autograd beside the GPU's for the same inputs), every member but one within 1e-5 and
+// that one within 1e-2: a race or a wrong index moves many members, or one by far more.
 TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
   COPYTASK_REQUIRE_CUDA();
   for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
@@ -602,23 +631,24 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
     auto targets = test::random_tokens(M, B, shape, 12);
     const StepResult cpu = kernel_step_on(torch::kCPU, shape, members, inputs, targets, B);
     const StepResult gpu = kernel_step_on(test::kCuda, shape, members, inputs, targets, B);
-    // Each member's worst gradient difference, relative to the parameter's largest over members.
-    std::vector<double> member_worst(static_cast<size_t>(M), 0.0);
-    for (size_t j = 0; j < cpu.grads.size(); ++j) {
-      if (cpu.grads[j].dim() == 0 || cpu.grads[j].size(0) != M) continue;  // not a stacked parameter
-      const double scale = std::max(1e-3, cpu.grads[j].abs().max().item<double>());
-      const torch::Tensor by_member = (cpu.grads[j] - gpu.grads[j]).abs().reshape({M, -1}).amax(1);  // (M)
-      for (int64_t m = 0; m < M; ++m)
-        member_worst[static_cast<size_t>(m)] =
-            std::max(member_worst[static_cast<size_t>(m)], by_member[m].item<double>() / scale);
-    }
-    std::vector<double> sorted = member_worst;
-    std::sort(sorted.begin(), sorted.end());
-    std::printf("  heads %lld: GPU kernels vs their CPU emulation: loss %.1e, members' worst relative gradient %.1e, "
-                "the second worst %.1e\n",
-                static_cast<long long>(shape.heads), test::max_abs_diff(cpu.loss, gpu.loss), sorted[sorted.size() - 1],
-                sorted[sorted.size() - 2]);
+    const StepResult cpu_autograd = autograd_step_on(torch::kCPU, shape, members, inputs, targets, B);
+    const StepResult gpu_autograd = autograd_step_on(test::kCuda, shape, members, inputs, targets, B);
+    // Each comparison's worst member, by name.
+    auto worst_of = [&](const char* what, const StepResult& a, const StepResult& b) {
+      const std::vector<double> worst = member_worst(a, b, M);
+      const auto at = std::max_element(worst.begin(), worst.end()) - worst.begin();
+      std::printf("    %s: worst member %s %.1e\n", what, members[static_cast<size_t>(at)].arm.c_str(),
+                  worst[static_cast<size_t>(at)]);
+      return worst;
+    };
+    std::printf("  heads %lld: loss, GPU kernels vs their CPU emulation %.1e\n", static_cast<long long>(shape.heads),
+                test::max_abs_diff(cpu.loss, gpu.loss));
+    std::vector<double> sorted = worst_of("GPU kernels vs their CPU emulation", cpu, gpu);
+    worst_of("CPU autograd vs GPU autograd", cpu_autograd, gpu_autograd);
+    worst_of("CPU emulation vs CPU autograd", cpu_autograd, cpu);
+    worst_of("GPU kernels vs GPU autograd", gpu_autograd, gpu);
     print_gradient_differences(cpu, gpu, members, 1e-5);
+    std::sort(sorted.begin(), sorted.end());
     EXPECT_LT(test::max_abs_diff(cpu.loss, gpu.loss), 1e-6);
     EXPECT_LT(sorted[sorted.size() - 2], 1e-5) << "two members or more differ";
     EXPECT_LT(sorted.back(), 1e-2);
