@@ -247,7 +247,9 @@ class FusedStepBlock {
       head_forward();
       crossentropy_forward_backward();
       head_backward();
-      layernorm_backward(a_.parameters.ln_f, sm(l_.nf), sm(l_.rstdf), sm(l_.grad_narrow), /*accumulate=*/false);
+      // ln_f's backward, the rows' losses added to the partition's in the same phase.
+      layernorm_backward(a_.parameters.ln_f, sm(l_.nf), sm(l_.rstdf), sm(l_.grad_narrow), /*accumulate=*/false,
+                         [](int) {}, 1, [&](int) { loss_sum(); });
       for (int l = s_.L - 1; l >= 0; --l) block_backward(l);
       embedding_backward();
     }
@@ -384,15 +386,19 @@ class FusedStepBlock {
     out[i] = fma_of(normalized[i], value(p.weight, s_.D)[d], value(p.bias, s_.D)[d]);
   }
   // grad_x (R, D) = (or +=) the gradient through the layer norm of grad_out (R, D); the
-  // weight's and bias's gradients += their sums over the rows.
+  // weight's and bias's gradients += their sums over the rows. In the same phase (one barrier
+  // fewer each): row_done(r) once row r of grad_x is whole, and `extra_items` items of other
+  // work that reads and writes none of what this phase does.
+  template <class RowDone, class Extra>
   COPYTASK_HOST_DEVICE void layernorm_backward(const NormParameters& p, const float* normalized, const float* rstd,
-                                               const float* grad_out, bool accumulate) {
+                                               const float* grad_out, bool accumulate, const RowDone& row_done,
+                                               int extra_items, const Extra& extra) {
     const int D = s_.D;
     const float* w = value(p.weight, D);
     float* gx = sm(l_.grad_x);
     float* w_grad = grad(p.weight);
     float* b_grad = grad(p.bias);
-    block_items2(
+    block_items3(
         threads_, rows_,
         [&](int r) {
           const float* g = grad_out + r * D;
@@ -420,6 +426,7 @@ class FusedStepBlock {
                 gx[r * D + d0 + c] = accumulate ? before[c] + v : v;
               }
           }
+          row_done(r);
         },
         D,
         [&](int d) {
@@ -430,7 +437,12 @@ class FusedStepBlock {
           }
           w_grad[d] = acc_w;
           b_grad[d] = acc_b;
-        });
+        },
+        extra_items, extra);
+  }
+  COPYTASK_HOST_DEVICE void layernorm_backward(const NormParameters& p, const float* normalized, const float* rstd,
+                                               const float* grad_out, bool accumulate) {
+    layernorm_backward(p, normalized, rstd, grad_out, accumulate, [](int) {}, 0, [](int) {});
   }
 
   // ---- Linear layers ------------------------------------------------------------------------
@@ -748,13 +760,20 @@ class FusedStepBlock {
     linear_backward(act, ga, p.fc2, F, D, ReluBackOut{this, l, wide, pre});  // wide = d(pre)
     block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), act); });
     linear_backward(act, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr});
-    layernorm_backward(p.ln2, block_part(l_.n2, l), block_part(l_.rstd2, l), narrow, /*accumulate=*/true);
+    // ln2's backward, with in the same phase: each row's gradient at the attention's output
+    // through its dropout once the row is whole, and ln1's output made again (for qkv's weight
+    // gradient below; act is free once fc1's backward has read it, and nothing until then
+    // reads it).
+    layernorm_backward(
+        p.ln2, block_part(l_.n2, l), block_part(l_.rstd2, l), narrow, /*accumulate=*/true,
+        [&](int r) {
+          for (int d = 0; d < D; ++d) ga[r * D + d] = gx[r * D + d] * row_mask(l, 1, r, d, D);
+        },
+        rows_ * D, [&](int i) { layernorm_output_item(i, p.ln1, block_part(l_.n1, l), act); });
     // Attention.
-    block_items(threads_, rows_ * D, [&](int i) { ga[i] = gx[i] * row_mask(l, 1, i / D, i % D, D); });
     linear_backward(block_part(l_.mixed, l), ga, p.proj, D, D, StoreOut{narrow, D, nullptr});
     attention_backward(l);
     if (a_.tables.pair_cos) rotation_backward(l);
-    block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln1, block_part(l_.n1, l), act); });
     linear_backward(act, wide, p.qkv, D, 3 * D, StoreOut{narrow, D, nullptr});
     layernorm_backward(p.ln1, block_part(l_.n1, l), block_part(l_.rstd1, l), narrow, /*accumulate=*/true);
   }
@@ -810,12 +829,15 @@ class FusedStepBlock {
       }
       p[target] -= weight;
     });
+  }
+  // The rows' losses added to the partition's in order (one item: run() gives it a place in
+  // a later phase).
+  COPYTASK_HOST_DEVICE void loss_sum() const {
+    const float* row_loss = sm(l_.row_loss);
     double* loss = a_.partial_loss + static_cast<int64_t>(m_) * a_.partitions + k_;
-    block_items(threads_, 1, [&](int) {
-      double sum = tile_first_ == first_ ? 0.0 : *loss;
-      for (int r = 0; r < rows_; ++r) sum += static_cast<double>(row_loss[r]);
-      *loss = sum;
-    });
+    double sum = tile_first_ == first_ ? 0.0 : *loss;
+    for (int r = 0; r < rows_; ++r) sum += static_cast<double>(row_loss[r]);
+    *loss = sum;
   }
 
   // ---- Outputs of the products that apply a layer --------------------------------------------
