@@ -240,8 +240,7 @@ class FusedStepBlock {
       tile_first_ = b;
       n_ = min_of(l_.E, last_ - b);
       rows_ = n_ * s_.T;
-      tile_load();
-      embedding_forward();
+      tile_load();  // and the embedding
       for (int l = 0; l < s_.L; ++l) block_forward(l);
       layernorm_forward(sm(l_.x), a_.parameters.ln_f, sm(l_.nf), sm(l_.rstdf), sm(l_.act));
       head_forward();
@@ -289,33 +288,44 @@ class FusedStepBlock {
   }
 
   // ---- The tile's data ----------------------------------------------------------------------
-  COPYTASK_HOST_DEVICE void tile_load() {
-    block_items(threads_, rows_, [&](int r) {
-      const int64_t b = example_of(r), t = r % s_.T;
-      ints(l_.tokens)[r] = static_cast<int>(
-          a_.tokens[m_ * a_.token_stride[0] + b * a_.token_stride[1] + t * a_.token_stride[2]]);
-      ints(l_.targets)[r] = static_cast<int>(
-          a_.targets[m_ * a_.target_stride[0] + b * a_.target_stride[1] + t * a_.target_stride[2]]);
-      ints(l_.positions)[r] =
-          a_.positions ? static_cast<int>(a_.positions[(static_cast<int64_t>(m_) * s_.B + b) * s_.T + t])
-                       : static_cast<int>(t);
-    });
+  // Row r's token and position in the batch's tensors (global memory).
+  COPYTASK_HOST_DEVICE int token_in_batch(int r) const {
+    const int64_t b = example_of(r), t = r % s_.T;
+    return static_cast<int>(a_.tokens[m_ * a_.token_stride[0] + b * a_.token_stride[1] + t * a_.token_stride[2]]);
   }
-
-  // ---- Embedding ------------------------------------------------------------------------
-  // x (R, D) = tok_emb[token] (+ the embedding rows at the row's position).
-  COPYTASK_HOST_DEVICE void embedding_forward() {
+  COPYTASK_HOST_DEVICE int position_in_batch(int r) const {
+    const int64_t b = example_of(r), t = r % s_.T;
+    return a_.positions ? static_cast<int>(a_.positions[(static_cast<int64_t>(m_) * s_.B + b) * s_.T + t])
+                        : static_cast<int>(t);
+  }
+  // The tile's tokens, targets and positions into shared memory for the later phases, and in
+  // the same phase the embedding, which reads them from the batch.
+  COPYTASK_HOST_DEVICE void tile_load() {
     const int D = s_.D;
     const float* tok = value(a_.parameters.tok_emb, static_cast<int64_t>(s_.V) * D);
     const float* rows = a_.tables.embedding_rows ? a_.tables.embedding_rows + static_cast<int64_t>(m_) * s_.P * D : nullptr;
     float* x = sm(l_.x);
-    block_items(threads_, rows_ * D, [&](int i) {
-      const int r = i / D, d = i % D;
-      float v = tok[ints(l_.tokens)[r] * D + d];
-      if (rows) v += rows[position(r) * D + d];
-      x[i] = v;
-    });
+    block_items2(
+        threads_, rows_,
+        [&](int r) {
+          const int64_t b = example_of(r), t = r % s_.T;
+          ints(l_.tokens)[r] = token_in_batch(r);
+          ints(l_.targets)[r] = static_cast<int>(
+              a_.targets[m_ * a_.target_stride[0] + b * a_.target_stride[1] + t * a_.target_stride[2]]);
+          ints(l_.positions)[r] = position_in_batch(r);
+        },
+        rows_ * D,
+        [&](int i) {
+          // x (R, D) = tok_emb[token] (+ the embedding rows at the row's position).
+          const int r = i / D, d = i % D;
+          float v = tok[token_in_batch(r) * D + d];
+          if (rows) v += rows[position_in_batch(r) * D + d];
+          x[i] = v;
+        });
   }
+
+  // ---- Embedding ------------------------------------------------------------------------
+  // (The forward, x = tok_emb[token] + the embedding rows, is in tile_load's phase.)
   // tok_emb's gradient at each (token, d) and the embedding rows' at each (position, d):
   // the rows' grad_x in order.
   COPYTASK_HOST_DEVICE void embedding_backward() {
