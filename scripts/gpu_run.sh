@@ -33,6 +33,8 @@
 #                  bench.json's "fused" after the bench stage in the same call)
 #       fused-study  the reference study trained on the fused step, timed, compared seed for seed
 #                  with the CPU's committed one -> fused_study_results.json, fused_compare.json
+#       copy-family  the copy-family study on the GPU, timed, compared with the CPU's (resumed
+#                  over calls: the stage's comment says how) -> copy_family_compare.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, trace.json, study_results.json, smoke_token.json,
 #     smoke_loss.json (the device tool brings back 8 files at most)
@@ -222,13 +224,41 @@ for name in "${stages[@]}"; do
         cp /tmp/copytask-reference-fused/results.json $out/fused_study_results.json
         '$python' scripts/compare_results.py experiments/reference-study/results.json /tmp/copytask-reference-fused/results.json \
           --labels CPU fused-GPU --json $out/fused_compare.json" ;;
-    *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-bench or fused-study" >&2; exit 2 ;;
+    copy-family)
+      # The copy-family study (configs/copy-family.json) on the GPU, timed, beside the CPU's
+      # 2 h 43 min (experiments/copy-family). One call may not hold it: the stage stops it
+      # after COPY_FAMILY_SECONDS (default 480) with SIGINT, as Ctrl-C (the finished batches
+      # are kept), and packs the study folder into copy_family_gpu.tgz.part-* (pieces of 15 MB,
+      # under the device tool's 16 MB a file); put them in gpu-carry/ here and carry it, and the
+      # next call's stage resumes the study where it stopped. Finished: the study beside the
+      # CPU's, seed by seed (copy_family_compare.json), and its results (copy_family_results.json).
+      stage copy-family 590 "set -e
+        rm -rf /tmp/copytask-copy-family-gpu
+        if ls gpu-carry/copy_family_gpu.tgz.part-* >/dev/null 2>&1; then
+          cat gpu-carry/copy_family_gpu.tgz.part-* | tar xzf - -C /tmp
+          echo 'copy family: resuming the carried study folder'
+        fi
+        start=\$(date +%s)
+        rc=0
+        timeout -s INT -k 30 \${COPY_FAMILY_SECONDS:-480} $copytask compare --config configs/copy-family.json \\
+          train.device=cuda --out /tmp/copytask-copy-family-gpu || rc=\$?
+        echo \"copy family on the GPU: \$(( \$(date +%s) - start )) s in this call, exit \$rc\"
+        if [ \$rc = 0 ]; then
+          cp /tmp/copytask-copy-family-gpu/results.json $out/copy_family_results.json
+          '$python' scripts/compare_results.py experiments/copy-family/results.json.gz \\
+            /tmp/copytask-copy-family-gpu/results.json --labels CPU GPU --json $out/copy_family_compare.json
+        else
+          tar czf - -C /tmp copytask-copy-family-gpu | split -b 15m - $out/copy_family_gpu.tgz.part-
+          echo \"copy family: stopped; the study folder in \$(ls $out | grep -c part-) piece(s) to carry back\"
+        fi
+        exit \$rc" ;;
+    *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-bench, fused-study or copy-family" >&2; exit 2 ;;
   esac
 done
 # The device tool brings back 8 files: where the stages left more, the files beyond the first
 # six (summary.json and gpu_run.log, then by name) travel in one archive, extra.tgz (tar xzf
 # extra.tgz where they land).
-files=$(cd "$out" && ls -1 | grep -vx 'extra.tgz')
+files=$(cd "$out" && ls -1 | grep -vx 'extra.tgz' | grep -v '\.part-')  # pieces stay pieces
 if [ "$(echo "$files" | grep -c .)" -gt 8 ]; then
   keep=$( (echo summary.json; echo gpu_run.log; echo "$files" | grep -vx -e summary.json -e gpu_run.log) | head -6)
   pack=$(echo "$files" | grep -vxF "$keep")
