@@ -74,6 +74,34 @@ COPYTASK_HOST_DEVICE inline float negative_infinity() {
 // loads, so one column at a time each load waited for the store before it.
 inline constexpr int kHeadColumns = 4;
 
+// p[0 .. n-1] = e^(p - shift) in place, their sum returned, added in order (a softmax's
+// numerators: the attention's and the loss's), four loaded before any is stored.
+COPYTASK_HOST_DEVICE inline float exp_shifted_in_place(float* p, int n, float shift) {
+  float total = 0;
+  for (int i0 = 0; i0 < n; i0 += kHeadColumns) {
+    float e[kHeadColumns] = {};
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (i0 + c < n) e[c] = p[i0 + c];
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (i0 + c < n) {
+        e[c] = exp_of(e[c] - shift);
+        p[i0 + c] = e[c];
+        total += e[c];
+      }
+  }
+  return total;
+}
+// p[0 .. n-1] *= factor in place, four loaded before any is stored.
+COPYTASK_HOST_DEVICE inline void scale_in_place(float* p, int n, float factor) {
+  for (int i0 = 0; i0 < n; i0 += kHeadColumns) {
+    float e[kHeadColumns] = {};
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (i0 + c < n) e[c] = p[i0 + c];
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (i0 + c < n) p[i0 + c] = e[c] * factor;
+  }
+}
+
 // Two phases' items in one phase: items 0..first-1 of one kind, then second of another.
 // (Each barrier costs every thread of the block a wait: independent work shares one.)
 template <class Threads, class First, class Second>
@@ -571,26 +599,8 @@ class FusedStepBlock {
             row_max = logit > row_max ? logit : row_max;
           }
       }
-      float total = 0;
-      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
-        float x[kHeadColumns] = {};
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (j0 + c < seen) x[c] = w[j0 + c];
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (j0 + c < seen) {
-            x[c] = exp_of(x[c] - row_max);
-            w[j0 + c] = x[c];
-            total += x[c];
-          }
-      }
-      const float inverse_total = 1.0f / total;
-      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
-        float x[kHeadColumns] = {};
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (j0 + c < seen) x[c] = w[j0 + c];
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (j0 + c < seen) w[j0 + c] = x[c] * inverse_total;
-      }
+      const float total = exp_shifted_in_place(w, seen, row_max);
+      scale_in_place(w, seen, 1.0f / total);
       for (int j = seen; j < T; ++j) w[j] = 0.0f;
       // The weights times the dropout mask, in this row of grad_scores (free until the
       // backward): each mask drawn once for the sums below.
@@ -816,27 +826,9 @@ class FusedStepBlock {
       float row_max = negative_infinity();
       for (int v = 0; v < V; ++v) row_max = p[v] > row_max ? p[v] : row_max;
       const float target_shifted = p[target] - row_max;  // kept before e^x replaces it
-      float total = 0;
-      for (int v0 = 0; v0 < V; v0 += kHeadColumns) {  // loads before stores, as the layer norms
-        float e[kHeadColumns] = {};
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (v0 + c < V) e[c] = p[v0 + c];
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (v0 + c < V) {
-            e[c] = exp_of(e[c] - row_max);
-            p[v0 + c] = e[c];
-            total += e[c];
-          }
-      }
+      const float total = exp_shifted_in_place(p, V, row_max);
       row_loss[r] = log_of(total) - target_shifted;  // -log softmax of the target
-      const float to_gradient = weight / total;
-      for (int v0 = 0; v0 < V; v0 += kHeadColumns) {
-        float e[kHeadColumns] = {};
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (v0 + c < V) e[c] = p[v0 + c];
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (v0 + c < V) p[v0 + c] = e[c] * to_gradient;
-      }
+      scale_in_place(p, V, weight / total);
       p[target] -= weight;
     });
   }
