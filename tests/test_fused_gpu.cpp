@@ -554,14 +554,18 @@ std::vector<MemberSpec> reference_members() {
   return members;
 }
 
-// One step of the kernels on a model on `device` (the same members, so the same weights);
-// the results on the CPU.
-StepResult kernel_step_on(const torch::Device& device, const EncoderShape& shape, const std::vector<MemberSpec>& members,
-                          const torch::Tensor& inputs, const torch::Tensor& targets, int64_t B) {
+// One step on a model on `device` (the same members, so the same weights, and the same
+// position IDs), by the kernels or by LibTorch's autograd; the results on the CPU.
+enum class StepBy { kernels, autograd };
+StepResult step_on(StepBy by, const torch::Device& device, const EncoderShape& shape,
+                   const std::vector<MemberSpec>& members, const torch::Tensor& inputs, const torch::Tensor& targets,
+                   int64_t B) {
   Encoder model(shape, members, device);
   const DropoutMasks masks = model->dropout_masks(B);
   const torch::Tensor positions = model->training_positions(inputs.to(device));
-  StepResult result = kernel_step(model, inputs.to(device), targets.to(device), &masks, positions);
+  StepResult result = by == StepBy::kernels
+                          ? kernel_step(model, inputs.to(device), targets.to(device), &masks, positions)
+                          : autograd_step(model, inputs.to(device), targets.to(device), &masks, positions);
   result.loss = result.loss.cpu();
   for (auto& g : result.grads) g = g.cpu();
   return result;
@@ -598,19 +602,6 @@ std::vector<double> member_worst(const StepResult& a, const StepResult& b, int64
   return worst;
 }
 
-// The same step by LibTorch's autograd on `device`, the results on the CPU.
-StepResult autograd_step_on(const torch::Device& device, const EncoderShape& shape,
-                            const std::vector<MemberSpec>& members, const torch::Tensor& inputs,
-                            const torch::Tensor& targets, int64_t B) {
-  Encoder model(shape, members, device);
-  const DropoutMasks masks = model->dropout_masks(B);
-  const torch::Tensor positions = model->training_positions(inputs.to(device));  // as kernel_step_on's
-  StepResult result = autograd_step(model, inputs.to(device), targets.to(device), &masks, positions);
-  result.loss = result.loss.cpu();
-  for (auto& g : result.grads) g = g.cpu();
-  return result;
-}
-
 // The GPU's kernels against their emulation on the CPU: the same arithmetic (every product's
 // term one fused multiply-add on both), so within float rounding of the few functions whose
 // last bits differ between the two (exp, log, and expressions the GPU's compiler contracts).
@@ -631,10 +622,10 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
     const int64_t M = static_cast<int64_t>(members.size()), B = 70;
     auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
     auto targets = test::random_tokens(M, B, shape, 12);
-    const StepResult cpu = kernel_step_on(torch::kCPU, shape, members, inputs, targets, B);
-    const StepResult gpu = kernel_step_on(test::kCuda, shape, members, inputs, targets, B);
-    const StepResult cpu_autograd = autograd_step_on(torch::kCPU, shape, members, inputs, targets, B);
-    const StepResult gpu_autograd = autograd_step_on(test::kCuda, shape, members, inputs, targets, B);
+    const StepResult cpu = step_on(StepBy::kernels, torch::kCPU, shape, members, inputs, targets, B);
+    const StepResult gpu = step_on(StepBy::kernels, test::kCuda, shape, members, inputs, targets, B);
+    const StepResult cpu_autograd = step_on(StepBy::autograd, torch::kCPU, shape, members, inputs, targets, B);
+    const StepResult gpu_autograd = step_on(StepBy::autograd, test::kCuda, shape, members, inputs, targets, B);
     // Each comparison's worst member, by name.
     auto worst_of = [&](const char* what, const StepResult& a, const StepResult& b) {
       const std::vector<double> worst = member_worst(a, b, M);
