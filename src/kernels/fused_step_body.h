@@ -91,6 +91,36 @@ COPYTASK_HOST_DEVICE inline float exp_shifted_in_place(float* p, int n, float sh
   }
   return total;
 }
+// dot[c] = x . row j0 + c (rows[(j0 + c) row_stride + d], d < width, summed over d in order
+// from 0) for the four rows j0 .. j0 + 3 below n, side by side (the attention's q . k_j and
+// g_i . v_j); dot[c] is 0 for a row past n.
+COPYTASK_HOST_DEVICE inline void four_row_dots(const float* x, const float* rows, int row_stride, int j0, int n,
+                                               int width, float (&dot)[kHeadColumns]) {
+  for (int c = 0; c < kHeadColumns; ++c) dot[c] = 0.0f;
+  for (int d = 0; d < width; ++d) {
+    const float x_d = x[d];
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (j0 + c < n) dot[c] = fma_of(x_d, rows[(j0 + c) * row_stride + d], dot[c]);
+  }
+}
+// out[d] = the sum over j < n, in order from 0, of coefficient(j) * rows[j row_stride + d],
+// for d < width, four columns at a time in registers (the attention's weights @ v and
+// d(logits) @ k).
+template <class Coefficient>
+COPYTASK_HOST_DEVICE inline void weighted_rows_sum(int n, const Coefficient& coefficient, const float* rows,
+                                                   int row_stride, int width, float* out) {
+  for (int d0 = 0; d0 < width; d0 += kHeadColumns) {
+    float acc[kHeadColumns] = {};
+    for (int j = 0; j < n; ++j) {
+      const float a = coefficient(j);
+      const float* row = rows + j * row_stride + d0;
+      for (int c = 0; c < kHeadColumns; ++c)
+        if (d0 + c < width) acc[c] = fma_of(a, row[c], acc[c]);
+    }
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (d0 + c < width) out[d0 + c] = acc[c];
+  }
+}
 // p[0 .. n-1] *= factor in place, four loaded before any is stored.
 COPYTASK_HOST_DEVICE inline void scale_in_place(float* p, int n, float factor) {
   for (int i0 = 0; i0 < n; i0 += kHeadColumns) {
@@ -584,13 +614,10 @@ class FusedStepBlock {
       const float* q = qkv + qr * 3 * D + h * Dh;
       float* w = weights + ((e * H + h) * T + i) * T;
       float row_max = negative_infinity();
-      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {  // four keys' dot products side by side
-        float dot[kHeadColumns] = {};
-        for (int d = 0; d < Dh; ++d) {
-          const float q_d = q[d];
-          for (int c = 0; c < kHeadColumns; ++c)
-            if (j0 + c < seen) dot[c] = fma_of(q_d, qkv[(e * T + j0 + c) * 3 * D + D + h * Dh + d], dot[c]);
-        }
+      const float* keys = qkv + e * T * 3 * D + D + h * Dh;  // row j: k_j of the head
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
+        float dot[kHeadColumns];
+        four_row_dots(q, keys, 3 * D, j0, seen, Dh, dot);
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
             float logit = dot[c] * scale_;
@@ -606,17 +633,8 @@ class FusedStepBlock {
       // backward): each mask drawn once for the sums below.
       float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
       for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
-      float* out = mixed + qr * D + h * Dh;
-      for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
-        float acc[kHeadColumns] = {};
-        for (int j = 0; j < seen; ++j) {
-          const float* v = qkv + (e * T + j) * 3 * D + 2 * D + h * Dh + d0;
-          for (int c = 0; c < kHeadColumns; ++c)
-            if (d0 + c < Dh) acc[c] = fma_of(kept[j], v[c], acc[c]);
-        }
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (d0 + c < Dh) out[d0 + c] = acc[c];
-      }
+      const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j of the head
+      weighted_rows_sum(seen, [&](int j) { return kept[j]; }, values, 3 * D, Dh, mixed + qr * D + h * Dh);
     });
   }
 
@@ -642,13 +660,11 @@ class FusedStepBlock {
       const float* g_i = g + qr * D + h * Dh;
       // d(weights)_j = g_i . v_j times the mask, then the softmax's backward.
       float weighted = 0;
-      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {  // four keys' dot products side by side
-        float dot[kHeadColumns] = {};
-        for (int d = 0; d < Dh; ++d) {
-          const float g_d = g_i[d];
-          for (int c = 0; c < kHeadColumns; ++c)
-            if (j0 + c < seen) dot[c] = fma_of(g_d, qkv[(e * T + j0 + c) * 3 * D + 2 * D + h * Dh + d], dot[c]);
-        }
+      const float* keys = qkv + e * T * 3 * D + D + h * Dh;        // row j: k_j of the head
+      const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j
+      for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
+        float dot[kHeadColumns];
+        four_row_dots(g_i, values, 3 * D, j0, seen, Dh, dot);
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
             const float dropped = dot[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);
@@ -670,18 +686,7 @@ class FusedStepBlock {
           }
       }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
-      float* dq = gq + qr * 3 * D + h * Dh;
-      for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
-        float acc[kHeadColumns] = {};
-        for (int j = 0; j < seen; ++j) {
-          const float* k = qkv + (e * T + j) * 3 * D + D + h * Dh + d0;
-          const float scaled = gl[j] * scale_;
-          for (int c = 0; c < kHeadColumns; ++c)
-            if (d0 + c < Dh) acc[c] = fma_of(scaled, k[c], acc[c]);
-        }
-        for (int c = 0; c < kHeadColumns; ++c)
-          if (d0 + c < Dh) dq[d0 + c] = acc[c];
-      }
+      weighted_rows_sum(seen, [&](int j) { return gl[j] * scale_; }, keys, 3 * D, Dh, gq + qr * 3 * D + h * Dh);
     });
     float* bias_grad = table_grad(kLearnsScoreBias, a_.tables.score_bias_grad, l);
     block_items2(
