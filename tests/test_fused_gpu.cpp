@@ -614,7 +614,9 @@ std::vector<double> member_worst(const StepResult& a, const StepResult& b, int64
 // gradients by 5e-7 on the CPU, as any other's. So, until the next GPU run says which side is
 // off (the printout below sets the GPU's kernels and autograd beside the CPU's on these
 // inputs), every member but one within 1e-5 and that one within 1e-2: a race or a wrong index
-// moves many members, or one by far more.
+// moves many members, or one by far more. The schemes' own parameters (not stacked over the
+// members) take their gradients from the tables' through LibTorch's autograd on each device,
+// whose sums run in another order on the GPU (4.2e-4 seen): within 1e-3.
 TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
   COPYTASK_REQUIRE_CUDA();
   for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
@@ -642,6 +644,13 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
     worst_of("GPU kernels vs GPU autograd", gpu_autograd, gpu);
     print_gradient_differences(cpu, gpu, members, 1e-5);
     std::sort(sorted.begin(), sorted.end());
+    double schemes_worst = 0;  // the parameters member_worst leaves out
+    for (size_t j = 0; j < cpu.grads.size(); ++j)
+      if (cpu.grads[j].dim() == 0 || cpu.grads[j].size(0) != M)
+        schemes_worst = std::max(schemes_worst, test::max_abs_diff(cpu.grads[j], gpu.grads[j]) /
+                                                    std::max(1e-3, cpu.grads[j].abs().max().item<double>()));
+    std::printf("    the schemes' own parameters: worst relative gradient %.1e\n", schemes_worst);
+    EXPECT_LT(schemes_worst, 1e-3);
     EXPECT_LT(test::max_abs_diff(cpu.loss, gpu.loss), 1e-6);
     EXPECT_LT(sorted[sorted.size() - 2], 1e-5) << "two members or more differ";
     EXPECT_LT(sorted.back(), 1e-2);
