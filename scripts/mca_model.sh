@@ -273,20 +273,32 @@ def row_blocks(n):
     b = [(4, n // 4)] if n >= 4 else []
     return b + ([(n % 4, 1)] if n % 4 else [])
 
+def tile_vectors(left, max_nv):
+    # cpu_layers.h's tile_vectors: all the vectors left when they fit, else max_nv, but never
+    # one left alone where two tiles can share the last vectors.
+    if left <= max_nv: return left
+    if left - max_nv == 1: return max_nv - 1 if max_nv - 1 >= 2 else max_nv
+    return max_nv
+
 def col_tiles(O, W, max_nv):
-    # matmul_rows: whole tiles of max_nv vectors, then one tile of the vectors left.
-    t = [(max_nv, O // (W * max_nv))] if O >= W * max_nv else []
-    left = O - W * max_nv * (O // (W * max_nv))
-    if left: t.append((-(-left // W), 1))
+    # matmul_rows: tiles of tile_vectors' widths along the columns.
+    left, t = -(-O // W), []
+    while left:
+        nv = tile_vectors(left, max_nv)
+        t.append((nv, 1))
+        left -= nv
     return t
 
-# Each core: its variant, its lanes and vectors a tile for O columns, its FMA peak (flop a
-# cycle) and where its loop cycles come from.
-CORES = [('Zen 3 (v3)', 'v3', lambda O: (8, 2), 32, 'zen3'),
-         ('Intel (v4)', 'v4', lambda O: (16, 4), 64, 'sapphirerapids'),
-         ('Intel (v3)', 'v3', lambda O: (8, 2), 32, 'sapphirerapids'),
-         ('Zen 4 (v4)', 'v4', lambda O: (8, 4) if -(-O // 8) * 8 < -(-O // 16) * 16 else (16, 4), 32, 'zen4'),
-         ('Zen 5 (v4)', 'v4', lambda O: (16, 4), 64, 'zen5')]
+# Each core: its variant, its lanes and the most vectors a tile of R rows takes for O columns
+# (matmul_x86_64_v3 / _v4's MaxNV and Accumulators), its FMA peak (flop a cycle) and where its
+# loop cycles come from.
+def v3_tiles(O, R): return 8, min(3, 12 // R)
+def v4_tiles(W): return lambda O, R: (W(O), min(4, 20 // R))
+CORES = [('Zen 3 (v3)', 'v3', v3_tiles, 32, 'zen3'),
+         ('Intel (v4)', 'v4', v4_tiles(lambda O: 16), 64, 'sapphirerapids'),
+         ('Intel (v3)', 'v3', v3_tiles, 32, 'sapphirerapids'),
+         ('Zen 4 (v4)', 'v4', v4_tiles(lambda O: 8 if -(-O // 8) * 8 < -(-O // 16) * 16 else 16), 32, 'zen4'),
+         ('Zen 5 (v4)', 'v4', v4_tiles(lambda O: 16), 64, 'zen5')]
 
 def class_cycles(cls, source):
     # The mean over the tile's copies (they differ by a stack reload or two at most).
@@ -305,14 +317,14 @@ for layer, what, n, K, O, contiguous, times in products:
     total_flops += flops
     cells = []
     for cname, variant, lanes, peak, source in CORES:
-        W, max_nv = lanes(O)
         cycles, tiles = 0.0, []
         for R, nblocks in row_blocks(n):
+            W, max_nv = lanes(O, R)
             for NV, ntiles in col_tiles(O, W, max_nv):
                 cycles += nblocks * ntiles * K * times * class_cycles((variant, W, R, NV, contiguous), source)
                 tiles.append('%dx%d' % (R, NV))
         total_cycles[cname] += cycles
-        cells += ['%s w%d' % ('+'.join(sorted(set(tiles))), W), '%.0f' % cycles, '%.0f%%' % (100 * flops / peak / cycles)]
+        cells += ['%s w%d' % ('+'.join(sorted(set(tiles))), lanes(O, 4)[0]), '%.0f' % cycles, '%.0f%%' % (100 * flops / peak / cycles)]
     print('| %s | %s | %d x %d x %d (x%d) | %s |' % (layer, what, n, K, O, times, ' | '.join(cells)))
 print('| all products | | %d flop | %s |' % (total_flops, ' | '.join(
     ' | %.0f | %.0f%%' % (total_cycles[c[0]], 100 * total_flops / c[3] / total_cycles[c[0]]) for c in CORES)))
@@ -328,7 +340,7 @@ if [ "$TIME" = 1 ]; then
   echo
   echo "Measured here ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), one thread):"
   "$OUT/driver" --k 256
-  for f in tile_v3_w8_r4_nv1 tile_v3_w8_r4_nv2 tile_v3_w8_r5_nv1 tile_v3_w8_r5_nv2; do
+  for f in tile_v3_w8_r4_nv1 tile_v3_w8_r4_nv2 tile_v3_w8_r4_nv3 tile_v3_w8_r5_nv1 tile_v3_w8_r5_nv2 tile_v3_w8_r5_nv3; do
     shortest=$(for s in "$OUT"/loops/$f.*.s; do echo "$(wc -l < "$s") $s"; done | sort -n | head -1 | cut -d' ' -f2)
     echo "llvm-mca znver3 $f $(grep -m1 'Total Cycles' "$OUT/mca/$(basename "$shortest" .s).znver3.txt" | awk '{printf "%.2f", $3 / 100}') cycles per k"
   done

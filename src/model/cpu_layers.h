@@ -266,44 +266,69 @@ COPYTASK_INLINE void matmul_tile_started(const Product& p, const float* A, float
   else matmul_tile<Vec, Partials, R, NV, Partial, TileStart::zero>(p, A, C, o);
 }
 
-// Rows r < R of C from A's and C's row pointers: whole tiles of MaxNV vectors, then one of
-// the vectors left, the last partial when O is not a multiple of W.
+// How many of the `left` vectors of a row's columns the next tile takes, at most MaxNV: all
+// of them when they fit, else MaxNV, but never leaving one alone where two tiles can share
+// the last vectors (with MaxNV 3, four vectors are 2 + 2, five 3 + 2, seven 3 + 2 + 2). A
+// tile's R x NV accumulators are its independent chains of FMAs: a one-vector tile has only
+// R, fewer than the FMA pipes and their latency need (8 on every core here), so each of its
+// k costs the FMA's latency for R FMAs.
+template <int MaxNV>
+constexpr int tile_vectors(int64_t left) {
+  if (left <= MaxNV) return static_cast<int>(left);
+  if (left - MaxNV == 1) return MaxNV - 1 >= 2 ? MaxNV - 1 : MaxNV;
+  return MaxNV;
+}
+
+// Rows r < R of C from A's and C's row pointers: tiles of tile_vectors' widths along the
+// columns, the last partial when O is not a multiple of W.
 template <class Vec, class Partials, int R, int MaxNV>
 COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
   constexpr int W = sizeof(Vec) / sizeof(float);
+  const int64_t vectors = (p.O + W - 1) / W;
+  const bool partial = p.O % W != 0;
   int64_t o = 0;
-  for (; o + W * MaxNV <= p.O; o += W * MaxNV) matmul_tile_started<Vec, Partials, R, MaxNV, false>(p, A, C, o);
-  const int64_t left = p.O - o;
-  if (left == 0) return;
-  const int64_t vectors = (left + W - 1) / W;
-  const bool partial = left % W != 0;
-  auto tile = [&](auto nv) COPYTASK_KERNEL_BODY {
-    if (partial) matmul_tile_started<Vec, Partials, R, decltype(nv)::value, true>(p, A, C, o);
-    else matmul_tile_started<Vec, Partials, R, decltype(nv)::value, false>(p, A, C, o);
-  };
-  if constexpr (MaxNV >= 4) if (vectors == 3) return tile(std::integral_constant<int, 3>{});
-  if constexpr (MaxNV >= 3) if (vectors == 2) return tile(std::integral_constant<int, 2>{});
-  if constexpr (MaxNV >= 2) if (vectors == 1) return tile(std::integral_constant<int, 1>{});
-  tile(std::integral_constant<int, MaxNV>{});  // MaxNV vectors, the last partial
+  for (int64_t v = 0; v < vectors;) {
+    const int nv = tile_vectors<MaxNV>(vectors - v);
+    v += nv;
+    const bool last_partial = partial && v == vectors;
+    auto tile = [&](auto width) COPYTASK_KERNEL_BODY {
+      constexpr int NV = decltype(width)::value;
+      if (last_partial) matmul_tile_started<Vec, Partials, R, NV, true>(p, A, C, o);
+      else matmul_tile_started<Vec, Partials, R, NV, false>(p, A, C, o);
+    };
+    if constexpr (MaxNV >= 4) if (nv == 4) tile(std::integral_constant<int, 4>{});
+    if constexpr (MaxNV >= 3) if (nv == 3) tile(std::integral_constant<int, 3>{});
+    if (nv == 2) tile(std::integral_constant<int, 2>{});
+    if (nv == 1) tile(std::integral_constant<int, 1>{});
+    o += W * nv;
+  }
 }
 
 // Every row of C in tiles of Vec: blocks of five rows where they divide the rows and four do
-// not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; up to MaxNV vectors a
-// tile (x86-64-v3: R x 2 of the 16 AVX2 registers; x86-64-v4: R x 4 of the 32 AVX-512 ones).
-template <class Vec, class Partials, int MaxNV>
+// not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; a tile of R rows takes
+// up to MaxNV vectors and at most Accumulators registers of sums (R x NV). x86-64-v3: 4 x 3 or
+// 5 x 2 of the 16 AVX2 registers, the rest for B's vectors and A's broadcast element (5 x 3
+// ran out of them: 14.8 cycles a k against 6.1 for 4 x 3, timed by scripts/mca_driver.cpp on
+// Zen 3); x86-64-v4: up to 5 x 4 of the 32 AVX-512 registers.
+template <class Vec, class Partials, int MaxNV, int Accumulators>
 COPYTASK_INLINE void matmul_blocks(const Product& p) {
   auto A = [&](int64_t r) { return p.A + r * p.a_row; };
   auto C = [&](int64_t r) { return p.C + r * p.c_row; };
+  auto rows = [&](auto R, int64_t r) COPYTASK_KERNEL_BODY {
+    constexpr int kR = decltype(R)::value;
+    constexpr int kMaxNV = MaxNV < Accumulators / kR ? MaxNV : Accumulators / kR;
+    matmul_rows<Vec, Partials, kR, kMaxNV>(p, A(r), C(r));
+  };
   int64_t r = 0;
   if (p.rows % 5 == 0 && p.rows % 4 != 0) {
-    for (; r < p.rows; r += 5) matmul_rows<Vec, Partials, 5, MaxNV>(p, A(r), C(r));
+    for (; r < p.rows; r += 5) rows(std::integral_constant<int, 5>{}, r);
     return;
   }
-  for (; r + 4 <= p.rows; r += 4) matmul_rows<Vec, Partials, 4, MaxNV>(p, A(r), C(r));
+  for (; r + 4 <= p.rows; r += 4) rows(std::integral_constant<int, 4>{}, r);
   switch (p.rows - r) {
-    case 3: matmul_rows<Vec, Partials, 3, MaxNV>(p, A(r), C(r)); break;
-    case 2: matmul_rows<Vec, Partials, 2, MaxNV>(p, A(r), C(r)); break;
-    case 1: matmul_rows<Vec, Partials, 1, MaxNV>(p, A(r), C(r)); break;
+    case 3: rows(std::integral_constant<int, 3>{}, r); break;
+    case 2: rows(std::integral_constant<int, 2>{}, r); break;
+    case 1: rows(std::integral_constant<int, 1>{}, r); break;
     default: break;
   }
 }
@@ -318,14 +343,14 @@ COPYTASK_INLINE void matmul_blocks(const Product& p) {
 __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void matmul_x86_64_v4(
     const Product& p) {
   const int64_t lanes8 = (p.O + 7) / 8 * 8, lanes16 = (p.O + 15) / 16 * 16;
-  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, PartialsMaskedAvx512, 4>(p);
-  else matmul_blocks<Vec16, PartialsMaskedAvx512, 4>(p);
+  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, PartialsMaskedAvx512, 4, 20>(p);
+  else matmul_blocks<Vec16, PartialsMaskedAvx512, 4, 20>(p);
 }
 __attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(const Product& p) {
-  matmul_blocks<Vec8, PartialsMaskedAvx, 2>(p);
+  matmul_blocks<Vec8, PartialsMaskedAvx, 3, 12>(p);
 }
 #endif
-__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, PartialsThroughBuffer, 2>(p); }
+__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, PartialsThroughBuffer, 2, 10>(p); }
 
 // The product in the variant of the tag Lanes. Every B is followed by kSlack readable floats.
 template <class Lanes>
