@@ -152,14 +152,18 @@ TEST(Dropout, TheTensorFormEqualsTheStream) {
       EXPECT_EQ(test::max_abs_diff(masks[m], torch::tensor(row)), 0.0) << "member " << m << " from " << first;
     }
   }
-  // The words in vectors (what the fused step draws with AVX-512) are the words one by one,
-  // for ranges that start and end inside a word and cover several vectors of eight words.
+  // The words in vectors (what the fused step draws with AVX2 and AVX-512: masks 8 and 16 a
+  // register) are the words one by one, for ranges that start and end inside a word and cover
+  // several vectors of eight words.
   for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 32}, {3, 997}, {5, 31}, {4095, 66}}) {
-    std::vector<float> by_word(static_cast<size_t>(count)), by_vector(static_cast<size_t>(count), -1.0f);
+    std::vector<float> by_word(static_cast<size_t>(count)), by_8(static_cast<size_t>(count), -1.0f),
+        by_16(static_cast<size_t>(count), -1.0f);
     for (int64_t m = 0; m < 3; ++m) {
-      stream.fill<false>(m, first, count, by_word.data());
-      stream.fill<true>(m, first, count, by_vector.data());
-      EXPECT_EQ(by_vector, by_word) << "member " << m << " from " << first;
+      stream.fill<0>(m, first, count, by_word.data());
+      stream.fill<8>(m, first, count, by_8.data());
+      stream.fill<16>(m, first, count, by_16.data());
+      EXPECT_EQ(by_8, by_word) << "member " << m << " from " << first;
+      EXPECT_EQ(by_16, by_word) << "member " << m << " from " << first;
     }
   }
   // And it does drop about 30%.

@@ -33,11 +33,10 @@ struct DropoutStream {
   // Masks of elements first .. first+count-1 of member m's step: 0 or kept_value. Whole
   // words are drawn once and give their four masks without a loop (the fused CPU step draws
   // every example's masks here: element by element, this was 15% of its time). With
-  // WordVectors, eight words at a time in vectors (dropout_words_masks): for a caller
-  // compiled for AVX-512, whose 64-bit multiplies take a vector (about 40 instructions for 32
-  // masks; AVX2 has none, and its emulation costs what the words one by one do). Always
+  // MaskLanes (8 for a caller compiled for AVX2, 16 for AVX-512), eight words at a time in
+  // vectors (dropout_words_masks), their masks MaskLanes at a time; 0: word by word. Always
   // inlined, so that it has its caller's instructions.
-  template <bool WordVectors = false>
+  template <int MaskLanes = 0>
   __attribute__((always_inline)) inline void fill(int64_t member, int64_t first, int64_t count, float* out) const {
     const uint64_t key = step_keys[static_cast<size_t>(member)];
     int64_t e = first;
@@ -48,9 +47,9 @@ struct DropoutStream {
       for (; e < stop; ++e, bits >>= 16) *out++ = dropout_mask_from_bits(bits, threshold, kept_value);
     };
     if ((e & 3) != 0) within_word(std::min(end, (e | 3) + 1));  // the rest of the first word
-    if constexpr (WordVectors)
+    if constexpr (MaskLanes > 0)
       for (; e + 4 * kDropoutVectorWords <= end; e += 4 * kDropoutVectorWords, out += 4 * kDropoutVectorWords)
-        dropout_words_masks(key, static_cast<uint64_t>(e) >> 2, threshold, kept_value, out);
+        dropout_words_masks<MaskLanes>(key, static_cast<uint64_t>(e) >> 2, threshold, kept_value, out);
     for (; e + 4 <= end; e += 4, out += 4) {
       const uint64_t bits = dropout_word_bits(key, static_cast<uint64_t>(e) >> 2);
       out[0] = dropout_mask_from_bits(bits, threshold, kept_value);

@@ -282,8 +282,15 @@ struct Group {
   const int64_t* positions_of(int64_t g, int64_t T) const { return positions ? positions + g * T : nullptr; }
 };
 
+// The masks a variant's register holds (DropoutStream::fill): 16 with AVX-512, 8 with AVX2,
+// 0 (word by word) for the generic target.
+template <class Lanes>
+inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::x86_64_v4   ? 16
+                                         : Lanes::kVariant == CpuVariant::x86_64_v3 ? 8
+                                                                                    : 0;
+
 // The group's dropout masks, drawn from the stream where the whole batch's row holds them
-// (in vectors of words where the variant has AVX-512's 64-bit multiplies).
+// (eight words at a time in vectors where the variant has AVX2 or AVX-512).
 template <class Lanes>
 COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const DropoutLayout& layout, const Group& group,
                                 GroupWorkspace& work) {
@@ -292,8 +299,8 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
       auto a = work.block(l, g);
       for (int site = 0; site < kDropoutSites; ++site) {
         const auto which = static_cast<DropoutSite>(site);
-        c.stream->fill<Lanes::kVariant == CpuVariant::x86_64_v4>(c.member, layout.start(l, which, group.first + g),
-                                                                 layout.example_size(which), a.masks[site]);
+        c.stream->fill<kDropoutMaskLanes<Lanes>>(c.member, layout.start(l, which, group.first + g),
+                                                 layout.example_size(which), a.masks[site]);
       }
     }
 }
