@@ -3,7 +3,6 @@
 // DropoutStream::fill and the GPU's kernel (kernels/dropout_stream_kernel.cu), so both draw
 // the same masks by construction. No LibTorch here: nvcc compiles it too.
 #include <cstdint>
-#include <type_traits>
 
 #include "util/splitmix.h"
 
@@ -37,25 +36,24 @@ COPYTASK_HOST_DEVICE inline float dropout_mask_of(uint64_t step_key, int64_t e, 
 // comparisons one lane at a time in scalar code (272 instructions for the 32 masks, what the
 // words one by one cost); its 64-bit multiplies it makes of 32-bit ones (vpmuludq) either way.
 inline constexpr int kDropoutVectorWords = 8;
-// A register's 16-bit pieces widened to int32 lanes (defined for 8 and 16 lanes outside the
-// template: GCC 12 rejects __builtin_convertvector on a vector type that depends on one).
-typedef uint16_t DropoutPieces8 __attribute__((vector_size(16)));
-typedef uint16_t DropoutPieces16 __attribute__((vector_size(32)));
-typedef int32_t DropoutLanes8 __attribute__((vector_size(32)));
-typedef int32_t DropoutLanes16 __attribute__((vector_size(64)));
-__attribute__((always_inline)) inline DropoutLanes8 dropout_widen(DropoutPieces8 p) {
-  return __builtin_convertvector(p, DropoutLanes8);
-}
-__attribute__((always_inline)) inline DropoutLanes16 dropout_widen(DropoutPieces16 p) {
-  return __builtin_convertvector(p, DropoutLanes16);
-}
+// A register's 16-bit pieces and their int32 lanes, for 8 and 16 masks a register.
+template <int MaskLanes>
+struct DropoutMaskVectors;
+template <>
+struct DropoutMaskVectors<8> {
+  typedef uint16_t Pieces __attribute__((vector_size(16)));
+  typedef int32_t Lanes __attribute__((vector_size(32)));
+};
+template <>
+struct DropoutMaskVectors<16> {
+  typedef uint16_t Pieces __attribute__((vector_size(32)));
+  typedef int32_t Lanes __attribute__((vector_size(64)));
+};
 template <int MaskLanes>
 __attribute__((always_inline)) inline void dropout_words_masks(uint64_t step_key, uint64_t first_word,
                                                                uint32_t threshold, float kept_value, float* out) {
-  static_assert(MaskLanes == 8 || MaskLanes == 16, "masks 8 or 16 a register");
   typedef uint64_t Words __attribute__((vector_size(8 * kDropoutVectorWords)));
   typedef uint16_t Pieces __attribute__((vector_size(2 * 4 * kDropoutVectorWords)));  // all 32
-  using PartPieces = std::conditional_t<MaskLanes == 8, DropoutPieces8, DropoutPieces16>;
   const Words lane = {0, 1, 2, 3, 4, 5, 6, 7};
   Words x = step_key + (first_word + lane + 1) * kSplitMixGamma;  // splitmix64_mix, lane by lane
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -66,10 +64,11 @@ __attribute__((always_inline)) inline void dropout_words_masks(uint64_t step_key
   int32_t kept_bits;
   __builtin_memcpy(&kept_bits, &kept_value, sizeof kept_bits);
   for (int part = 0; part < 4 * kDropoutVectorWords / MaskLanes; ++part) {
-    PartPieces piece;
+    typename DropoutMaskVectors<MaskLanes>::Pieces piece;
+    using Lanes = typename DropoutMaskVectors<MaskLanes>::Lanes;
     __builtin_memcpy(&piece, reinterpret_cast<const char*>(&pieces) + part * sizeof piece, sizeof piece);
-    const auto kept = dropout_widen(piece) >= static_cast<int32_t>(threshold);  // -1 where kept
-    const auto masks = kept & kept_bits;  // kept_value's bits, or 0.0f's
+    const Lanes kept = __builtin_convertvector(piece, Lanes) >= static_cast<int32_t>(threshold);  // -1 where kept
+    const Lanes masks = kept & kept_bits;  // kept_value's bits, or 0.0f's
     __builtin_memcpy(out + part * MaskLanes, &masks, sizeof masks);
   }
 }
