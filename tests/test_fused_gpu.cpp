@@ -374,12 +374,13 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
                            Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
                            Variant{"tiles of 1", 256, 17, multiprocessor_for(1)}, Variant{"tiles of 3", 33, 3, multiprocessor_for(3)},
-                           Variant{"scalar loads", 256, 0, 0}}) {
+                           Variant{"scalar loads", 256, 0, 0}, Variant{"4 x 4 items only", 256, 0, 0}}) {
     FusedGpuExecution execution = every_table;
     execution.threads = v.threads;
     execution.shuffle_seed = v.shuffle;
     execution.shared_bytes = v.shared;
     execution.vector_loads = std::string(v.what) != "scalar loads";
+    execution.small_items = std::string(v.what) != "4 x 4 items only";
     const StepResult other = kernel_step(model, inputs, targets, &masks, positions, execution);
     EXPECT_TRUE(bit_equal(base, other)) << v.what << ": worst relative gradient difference "
                                         << worst_relative_gradient_difference(base, other);
@@ -391,6 +392,28 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   tiles_of_three.shared_bytes = multiprocessor_for(3);
   EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_three).tile_examples(), 3);
   EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
+}
+
+// At the reference shape a tile of 5 examples gives the products 39 to 195 tiles of 4 x 4
+// for 256 threads, so the kernels take 2 x 4 and 1 x 4 tiles there (the shape above has
+// other widths): the same bits as 4 x 4 tiles alone, and in a shuffled order.
+TEST(FusedGpu, TheSmallerProductItemsGiveTheSameBitsAtTheReferenceShape) {
+  const EncoderShape shape{};
+  const auto members = kernel_members(shape);
+  Encoder model(shape, members, torch::kCPU);
+  const int64_t M = model->member_count(), B = 70;
+  auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
+  auto targets = test::random_tokens(M, B, shape, 12);
+  const DropoutMasks masks = model->dropout_masks(B);
+  FusedGpuExecution four;
+  four.small_items = false;
+  const StepResult a = kernel_step(model, inputs, targets, &masks, {}, four);
+  const StepResult b = kernel_step(model, inputs, targets, &masks);
+  FusedGpuExecution shuffled;
+  shuffled.shuffle_seed = 7;
+  const StepResult c = kernel_step(model, inputs, targets, &masks, {}, shuffled);
+  EXPECT_TRUE(bit_equal(a, b)) << "worst relative gradient difference " << worst_relative_gradient_difference(a, b);
+  EXPECT_TRUE(bit_equal(a, c)) << "worst relative gradient difference " << worst_relative_gradient_difference(a, c);
 }
 
 // A member's numbers never depend on the members beside it.

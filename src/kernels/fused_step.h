@@ -165,6 +165,9 @@ struct FusedStepArgs {
   // The products' operands four floats a load where a whole tile's are aligned (the same sums
   // in the same order either way); false: every operand a float at a time (a test's check).
   bool vector_loads = true;
+  // A product's items smaller than 4 x 4 where a phase has fewer of those than threads (the
+  // same sums either way); false: always 4 x 4 (a test's check).
+  bool small_items = true;
 };
 
 // The partitions of a batch of B examples.

@@ -6,7 +6,8 @@
 // nothing here knows whether it runs on a GPU.
 //
 // Items: a row r of the tile (layer norms, the loss), a (row, element) pair (the elementwise
-// layers), a 4 x 4 tile of a product's outputs (the linear layers), a (example, head, query)
+// layers), a 4 x 4 tile of a product's outputs (the linear layers; 2 x 4 or 1 x 4 where a
+// phase has fewer 4 x 4 tiles than threads), a (example, head, query)
 // or (example, head, key) of the attention, a float of a weight gradient. Every output is
 // made by one item, its sum in a fixed order: a product's over k ascending, a weight
 // gradient's over the tile's rows in order, continuing the running sum the partition's slice
@@ -154,9 +155,10 @@ COPYTASK_HOST_DEVICE inline void block_items3(Threads& threads, int first, const
 // ---- Products ---------------------------------------------------------------------------
 
 // C (rows, O) from A (rows, K) and B (K, O): A(r, k) = a[r a_row + k a_red], B(k, o) =
-// b[k b_red + o b_col], so either may be read transposed. An item is a 4 x 4 tile of C; its
-// sixteen sums run over k in order from the start the output gives (0, the bias, or the
-// value C holds), each term one fused multiply-add.
+// b[k b_red + o b_col], so either may be read transposed. An item is a tile of C of TR rows
+// (4, 2 or 1) and 4 columns; its sums run over k in order from the start the output gives (0,
+// the bias, or the value C holds), each term one fused multiply-add, so every output is the
+// same sum whatever the tile.
 struct Product {
   const float* a;
   int a_row, a_red;
@@ -164,9 +166,39 @@ struct Product {
   int b_red, b_col;
   int rows, K, O;
 };
-inline constexpr int kProductTile = 4;
-COPYTASK_HOST_DEVICE inline int product_items(const Product& p) {
-  return ((p.rows + kProductTile - 1) / kProductTile) * ((p.O + kProductTile - 1) / kProductTile);
+inline constexpr int kProductTile = 4;  // a tile's columns, and its rows at most
+
+// The rows of a tile for a phase whose items, with tiles of TR rows, number items(TR), on
+// `threads` threads: a thread runs its items one after another, so a phase lasts about its
+// busiest thread's rounds of items, each a tile of TR rows. 4 x 4 tiles where they give every
+// thread work; where a phase has fewer of them than threads (the reference study's tile of 5
+// examples has 50 rows: 39 to 195 tiles a product for 256 threads), smaller tiles spread its
+// sums over more threads: the fewest tile-rows a thread, the larger tile when two are equal
+// (fewer loads). small_items false: always 4.
+template <class Items>
+COPYTASK_HOST_DEVICE inline int product_tile_rows(int threads, bool small_items, const Items& items) {
+  if (!small_items) return kProductTile;
+  int best = kProductTile, best_cost = (items(kProductTile) + threads - 1) / threads * kProductTile;
+  for (int TR = kProductTile / 2; TR >= 1; TR /= 2) {
+    const int cost = (items(TR) + threads - 1) / threads * TR;
+    if (cost < best_cost) best = TR, best_cost = cost;
+  }
+  return best;
+}
+// A product's tiles of TR rows, TR known at run time.
+COPYTASK_HOST_DEVICE inline int product_items_of(const Product& p, int TR) {
+  return ((p.rows + TR - 1) / TR) * ((p.O + kProductTile - 1) / kProductTile);
+}
+// phase(TileRows<TR>{}) for the rows chosen, so that the tile's size is known at compile time.
+template <int TR>
+struct TileRows {
+  static constexpr int value = TR;
+};
+template <class Phase>
+COPYTASK_HOST_DEVICE inline void with_tile_rows(int rows, const Phase& phase) {
+  if (rows == 4) phase(TileRows<4>{});
+  else if (rows == 2) phase(TileRows<2>{});
+  else phase(TileRows<1>{});
 }
 
 // Four floats from a 16-byte aligned address: one 128-bit load on the GPU.
@@ -194,46 +226,46 @@ enum class ProductLoads {
   scalar,
   rows_along_k,     // A's rows and B's rows run along k and o (x @ W): 4 k a step, A by rows, B by rows
   columns_along_k,  // A's rows run along k, B's columns along k (g @ W^T): 4 k a step, B by columns
-  rows_of_a,        // A read transposed (x^T @ g, a weight's gradient): a tile's 4 rows of A in one load, B's 4 columns in one
+  rows_of_a,        // A read transposed (x^T @ g, a weight's gradient): B's 4 columns in one load, and
+                    // a 4-row tile's 4 rows of A in one
 };
+template <int TR>
 COPYTASK_HOST_DEVICE inline ProductLoads product_loads(const Product& p, int r0, int o0, bool vector_loads) {
-  if (!vector_loads || r0 + kProductTile > p.rows || o0 + kProductTile > p.O) return ProductLoads::scalar;
+  if (!vector_loads || r0 + TR > p.rows || o0 + kProductTile > p.O) return ProductLoads::scalar;
   if (p.a_red == 1 && p.b_col == 1 && aligned_four(p.a, p.a_row) && aligned_four(p.b, p.b_red))
     return ProductLoads::rows_along_k;
   if (p.a_red == 1 && p.b_red == 1 && aligned_four(p.a, p.a_row) && aligned_four(p.b, p.b_col))
     return ProductLoads::columns_along_k;
-  if (p.a_row == 1 && p.b_col == 1 && aligned_four(p.a, p.a_red) && aligned_four(p.b, p.b_red))
+  if (p.a_row == 1 && p.b_col == 1 && (TR < kProductTile || aligned_four(p.a, p.a_red)) && aligned_four(p.b, p.b_red))
     return ProductLoads::rows_of_a;
   return ProductLoads::scalar;
 }
 
-template <class Out>
+template <int TR, class Out>
 COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out, bool vector_loads = true) {
   const int column_tiles = (p.O + kProductTile - 1) / kProductTile;
-  const int r0 = item / column_tiles * kProductTile, o0 = item % column_tiles * kProductTile;
+  const int r0 = item / column_tiles * TR, o0 = item % column_tiles * kProductTile;
   // Rows and columns past the end read the last one's (in bounds) and are never stored.
-  int a_at[kProductTile], b_at[kProductTile];
-  float acc[kProductTile][kProductTile];
-  for (int i = 0; i < kProductTile; ++i) {
-    a_at[i] = min_of(r0 + i, p.rows - 1) * p.a_row;
-    b_at[i] = min_of(o0 + i, p.O - 1) * p.b_col;
-  }
-  for (int i = 0; i < kProductTile; ++i)
+  int a_at[TR], b_at[kProductTile];
+  float acc[TR][kProductTile];
+  for (int i = 0; i < TR; ++i) a_at[i] = min_of(r0 + i, p.rows - 1) * p.a_row;
+  for (int j = 0; j < kProductTile; ++j) b_at[j] = min_of(o0 + j, p.O - 1) * p.b_col;
+  for (int i = 0; i < TR; ++i)
     for (int j = 0; j < kProductTile; ++j)
       acc[i][j] = r0 + i < p.rows && o0 + j < p.O ? out.start(r0 + i, o0 + j) : 0.0f;
   int k = 0;
-  switch (product_loads(p, r0, o0, vector_loads)) {
+  switch (product_loads<TR>(p, r0, o0, vector_loads)) {
     case ProductLoads::rows_along_k:
     case ProductLoads::columns_along_k: {
       const bool by_columns = p.b_red == 1 && p.b_col != 1;
       for (; k + 4 <= p.K; k += 4) {
-        Four a[kProductTile], b[kProductTile];
-        for (int i = 0; i < kProductTile; ++i) a[i] = load_four(p.a + a_at[i] + k);
+        Four a[TR], b[kProductTile];
+        for (int i = 0; i < TR; ++i) a[i] = load_four(p.a + a_at[i] + k);
         // By rows: b[kk] holds B(k + kk, o0 .. o0 + 3); by columns: b[j] holds B(k .. k + 3, o0 + j).
         for (int t = 0; t < kProductTile; ++t)
           b[t] = by_columns ? load_four(p.b + k + b_at[t]) : load_four(p.b + (k + t) * p.b_red + o0);
         for (int kk = 0; kk < 4; ++kk)
-          for (int i = 0; i < kProductTile; ++i)
+          for (int i = 0; i < TR; ++i)
             for (int j = 0; j < kProductTile; ++j)
               acc[i][j] = fma_of(a[i].v[kk], by_columns ? b[j].v[kk] : b[kk].v[j], acc[i][j]);
       }
@@ -241,21 +273,28 @@ COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const 
     }
     case ProductLoads::rows_of_a:
       for (; k < p.K; ++k) {
-        const Four a = load_four(p.a + r0 + k * p.a_red), b = load_four(p.b + k * p.b_red + o0);
-        for (int i = 0; i < kProductTile; ++i)
-          for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a.v[i], b.v[j], acc[i][j]);
+        float a[TR];
+        if constexpr (TR == kProductTile) {
+          const Four rows = load_four(p.a + r0 + k * p.a_red);
+          for (int i = 0; i < TR; ++i) a[i] = rows.v[i];
+        } else {
+          for (int i = 0; i < TR; ++i) a[i] = p.a[r0 + i + k * p.a_red];
+        }
+        const Four b = load_four(p.b + k * p.b_red + o0);
+        for (int i = 0; i < TR; ++i)
+          for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a[i], b.v[j], acc[i][j]);
       }
       break;
     case ProductLoads::scalar: break;
   }
   for (; k < p.K; ++k) {
-    float a[kProductTile], b[kProductTile];
-    for (int i = 0; i < kProductTile; ++i) a[i] = p.a[a_at[i] + k * p.a_red];
+    float a[TR], b[kProductTile];
+    for (int i = 0; i < TR; ++i) a[i] = p.a[a_at[i] + k * p.a_red];
     for (int j = 0; j < kProductTile; ++j) b[j] = p.b[k * p.b_red + b_at[j]];
-    for (int i = 0; i < kProductTile; ++i)
+    for (int i = 0; i < TR; ++i)
       for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a[i], b[j], acc[i][j]);
   }
-  for (int i = 0; i < kProductTile; ++i)
+  for (int i = 0; i < TR; ++i)
     for (int j = 0; j < kProductTile; ++j)
       if (r0 + i < p.rows && o0 + j < p.O) out.finish(r0 + i, o0 + j, acc[i][j]);
 }
@@ -275,6 +314,17 @@ struct AccumulateOut {
   COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const { c[r * c_row + o] = v; }
 };
 
+// One phase of a product's tiles: C = A @ B through `out`.
+template <class Threads, class Out>
+COPYTASK_HOST_DEVICE inline void product_phase(Threads& threads, const Product& p, const Out& out, bool vector_loads,
+                                               bool small_items) {
+  const int tile_rows = product_tile_rows(threads.count(), small_items, [&](int TR) { return product_items_of(p, TR); });
+  with_tile_rows(tile_rows, [&](auto rows) {
+    constexpr int TR = decltype(rows)::value;
+    block_items(threads, product_items_of(p, TR), [&](int i) { product_item<TR>(p, i, out, vector_loads); });
+  });
+}
+
 // ---- The block's work ---------------------------------------------------------------------
 
 // One thread block's view of the step: its member, its partition, the tile in hand.
@@ -292,7 +342,7 @@ class FusedStepBlock {
   }
 
   // The whole partition: its gradient zeroed, then tile after tile; its loss summed.
-  COPYTASK_HOST_DEVICE void run() {
+  COPYTASK_HOST_DEVICE COPYTASK_DEVICE_INLINE void run() {
     block_items(threads_, static_cast<int>(a_.partial_flat), [&](int i) { grad_[i] = 0.0f; });
     for (int b = first_; b < last_; b += l_.E) {
       tile_first_ = b;
@@ -528,15 +578,23 @@ class FusedStepBlock {
     const Product input_grad{grad_out, O, 1, value(p.weight, static_cast<int64_t>(I) * O), 1, O, rows_, O, I};
     const AccumulateOut weight_out{grad(p.weight), O};
     float* bias_grad = grad(p.bias);
-    block_items3(
-        threads_, product_items(weight_grad), [&](int i) { product_item(weight_grad, i, weight_out, a_.vector_loads); },
-        bias_grad ? O : 0,
-        [&](int o) {
-          float acc = bias_grad[o];
-          for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
-          bias_grad[o] = acc;
-        },
-        in_out.c ? product_items(input_grad) : 0, [&](int i) { product_item(input_grad, i, in_out, a_.vector_loads); });
+    const int bias_items = bias_grad ? O : 0;
+    const int tile_rows = product_tile_rows(threads_.count(), a_.small_items, [&](int TR) {
+      return product_items_of(weight_grad, TR) + bias_items + (in_out.c ? product_items_of(input_grad, TR) : 0);
+    });
+    with_tile_rows(tile_rows, [&](auto rows) {
+      constexpr int TR = decltype(rows)::value;
+      block_items3(
+          threads_, product_items_of(weight_grad, TR),
+          [&](int i) { product_item<TR>(weight_grad, i, weight_out, a_.vector_loads); }, bias_items,
+          [&](int o) {
+            float acc = bias_grad[o];
+            for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
+            bias_grad[o] = acc;
+          },
+          in_out.c ? product_items_of(input_grad, TR) : 0,
+          [&](int i) { product_item<TR>(input_grad, i, in_out, a_.vector_loads); });
+    });
   }
 
   // ---- Attention ----------------------------------------------------------------------------
@@ -733,7 +791,7 @@ class FusedStepBlock {
 
   // ---- Blocks -----------------------------------------------------------------------------
   // x += dropout(proj(attention(ln1(x)))); x += dropout(fc2(dropout(relu(fc1(ln2(x)))))).
-  COPYTASK_HOST_DEVICE void block_forward(int l) {
+  COPYTASK_HOST_DEVICE COPYTASK_DEVICE_INLINE void block_forward(int l) {
     const int D = s_.D, F = s_.F;
     const BlockParameters& p = a_.parameters.block[l];
     float* x = sm(l_.x);
@@ -742,7 +800,7 @@ class FusedStepBlock {
     {
       const Product qkv = forward_product(act, p.qkv, D, 3 * D);
       const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr};
-      block_items(threads_, product_items(qkv), [&](int i) { product_item(qkv, i, out, a_.vector_loads); });
+      product_phase(threads_, qkv, out, a_.vector_loads, a_.small_items);
     }
     if (a_.tables.pair_cos) rotation_forward(l);
     attention_forward(l);
@@ -753,7 +811,7 @@ class FusedStepBlock {
       // the backward.
       const Product fc1 = forward_product(act, p.fc1, D, F);
       const ReluOut out{this, l, block_part(l_.pre, l), sm(l_.grad_wide), value(p.fc1.bias, F)};
-      block_items(threads_, product_items(fc1), [&](int i) { product_item(fc1, i, out, a_.vector_loads); });
+      product_phase(threads_, fc1, out, a_.vector_loads, a_.small_items);
     }
     residual_forward(l, sm(l_.grad_wide), p.fc2, F, /*site=*/3);
   }
@@ -762,10 +820,10 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void residual_forward(int l, const float* in, const LinearParameters& p, int I, int site) {
     const Product product = forward_product(in, p, I, s_.D);
     const ResidualOut out{this, l, site, sm(l_.x), value(p.bias, s_.D)};
-    block_items(threads_, product_items(product), [&](int i) { product_item(product, i, out, a_.vector_loads); });
+    product_phase(threads_, product, out, a_.vector_loads, a_.small_items);
   }
 
-  COPYTASK_HOST_DEVICE void block_backward(int l) {
+  COPYTASK_HOST_DEVICE COPYTASK_DEVICE_INLINE void block_backward(int l) {
     const int D = s_.D, F = s_.F;
     const BlockParameters& p = a_.parameters.block[l];
     float* gx = sm(l_.grad_x);
@@ -807,7 +865,7 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void head_forward() {
     const Product head = forward_product(sm(l_.act), a_.parameters.head, s_.D, s_.V);
     const StoreOut out{sm(l_.logits), s_.V, value(a_.parameters.head.bias, s_.V)};
-    block_items(threads_, product_items(head), [&](int i) { product_item(head, i, out, a_.vector_loads); });
+    product_phase(threads_, head, out, a_.vector_loads, a_.small_items);
   }
   COPYTASK_HOST_DEVICE void head_backward() {
     linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V, StoreOut{sm(l_.grad_narrow), s_.D, nullptr});

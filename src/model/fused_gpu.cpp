@@ -165,6 +165,7 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   a.partitions = kernels::partition_count(a.s.B);
   a.tile = kernels::tile_layout(a.s, tile_examples_);
   a.vector_loads = execution_.vector_loads;
+  a.small_items = execution_.small_items;
   a.tokens = inputs.data_ptr<int64_t>();
   a.targets = targets.data_ptr<int64_t>();
   for (int d = 0; d < 3; ++d) {

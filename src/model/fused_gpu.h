@@ -25,14 +25,15 @@ namespace copytask {
 // the CPU, emulated: the threads of a block, the shuffle seed of their order (0: in order),
 // and the multiprocessor's shared memory the tile is sized for (0: an H100's 228 KB). The numbers depend on none of
 // them (tested). every_table_learned: return the gradient of every table a member uses, the
-// fixed ones too (the tests compare them with autograd's). vector_loads: as the kernels'
-// argument of that name (false: a test's check that no number depends on it).
+// fixed ones too (the tests compare them with autograd's). vector_loads, small_items: as the
+// kernels' arguments of those names (false: a test's check that no number depends on them).
 struct FusedGpuExecution {
   int threads = kernels::kFusedStepThreads;
   uint64_t shuffle_seed = 0;
   int64_t shared_bytes = 0;
   bool every_table_learned = false;
   bool vector_loads = true;  // kernels::FusedStepArgs::vector_loads
+  bool small_items = true;   // kernels::FusedStepArgs::small_items
 };
 
 // An H100's and H200's shared memory a multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor).
