@@ -282,12 +282,11 @@ struct Group {
   const int64_t* positions_of(int64_t g, int64_t T) const { return positions ? positions + g * T : nullptr; }
 };
 
-// The masks a variant's register holds (DropoutStream::fill): 16 with AVX-512, 8 with AVX2,
-// 0 (word by word) for the generic target.
+// The masks a variant's register holds (DropoutStream::fill): its width, 16 with AVX-512 and
+// 8 with AVX2; 0 (word by word) for the generic target, whose 8-wide vectors are two SSE
+// registers.
 template <class Lanes>
-inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::x86_64_v4   ? 16
-                                         : Lanes::kVariant == CpuVariant::x86_64_v3 ? 8
-                                                                                    : 0;
+inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::generic ? 0 : Lanes::kWidth;
 
 // The group's dropout masks, drawn from the stream where the whole batch's row holds them
 // (eight words at a time in vectors where the variant has AVX2 or AVX-512).
