@@ -138,8 +138,9 @@ constexpr GroupProduct kGroupProducts[] = {
     {kT, kD, kT, true, kL * kG},   {kT, kT, kD, false, kL * kG},  {kT, kT, kD, true, kL * kG},
     {kT, kT, kD, false, kL * kG},  {kD, kRows, 3 * kD, false, kL}, {kRows, 3 * kD, kD, true, kL}};
 
-// Seconds for one group's products, the fastest of many runs; their flops to `flops`.
-__attribute__((noinline)) double group_products_seconds(double& flops) {
+// Seconds for one group's products through `matmul` (the build's matmul_x86_64_v3 or _v4),
+// the fastest of many runs; their flops to `flops`.
+__attribute__((noinline)) double group_products_seconds(void (*matmul)(const Product&), double& flops) {
   constexpr int64_t kMax = 64 * 64;
   std::vector<float> A(kMax, 0.5f), B(kMax + kSlack, 0.25f), C(kMax, 0.0f);
   flops = 0;
@@ -151,7 +152,7 @@ __attribute__((noinline)) double group_products_seconds(double& flops) {
       // A (rows, K) row-major, or read transposed from (K, rows) as a weight gradient reads it.
       const Product p{A.data(), g.contiguous ? g.K : 1, g.contiguous ? 1 : g.rows, B.data(), g.O, nullptr, C.data(),
                       g.O, g.rows, g.K, g.O, false};
-      for (int t = 0; t < g.times; ++t) matmul_x86_64_v3(p);
+      for (int t = 0; t < g.times; ++t) matmul(p);
     }
     best = std::min(best, seconds_now() - start);
   }
@@ -205,9 +206,15 @@ int main(int argc, char** argv) {
     std::printf("measured %s %.2f cycles per k (K = %lld, the call's loads and stores included)\n", tiles[i].name,
                 best[i] * hz / K, static_cast<long long>(K));
   double flops = 0;
-  const double group_s = group_products_seconds(flops);
-  std::printf("measured the reference study's products of one group through matmul_x86_64_v3: %.0f cycles "
+  const double group_s = group_products_seconds(matmul_x86_64_v3, flops);
+  std::printf("measured the reference study's products of one group through matmul_x86_64_v3: %.0f cycles, %.1f us "
               "(%.0f flop, %.0f%% of 32 flop a cycle)\n",
-              group_s * hz, flops, 100 * flops / (group_s * hz * 32));
+              group_s * hz, group_s * 1e6, flops, 100 * flops / (group_s * hz * 32));
+  if (__builtin_cpu_supports("avx512f")) {
+    const double group_v4_s = group_products_seconds(matmul_x86_64_v4, flops);
+    std::printf("measured the reference study's products of one group through matmul_x86_64_v4: %.0f cycles, %.1f us "
+                "(%.0f flop, %.0f%% of 64 flop a cycle, two 512-bit FMA pipes)\n",
+                group_v4_s * hz, group_v4_s * 1e6, flops, 100 * flops / (group_v4_s * hz * 64));
+  }
   return 0;
 }

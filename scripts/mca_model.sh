@@ -267,8 +267,12 @@ products = [('QKV projection', 'forward', rows, D, 3 * D, True, L),
             ('QKV projection', 'grad W', D, rows, 3 * D, False, L),
             ('QKV projection', 'grad in', rows, 3 * D, D, True, L)]
 
-def row_blocks(n):
-    # matmul_blocks: fives where 5 divides the rows and 4 does not, else fours and the rest.
+def row_blocks(n, vectors, accumulators):
+    # matmul_blocks: tens or eights that divide the rows where a row is one or two vectors and
+    # the variant's accumulators hold them (MaxRows 10 on both AVX variants); else fives where 5
+    # divides the rows and 4 does not, else fours and the rest.
+    for R in (10, 8):
+        if vectors <= 2 and R * vectors <= accumulators and n % R == 0: return [(R, n // R)]
     if n % 5 == 0 and n % 4 != 0: return [(5, n // 5)]
     b = [(4, n // 4)] if n >= 4 else []
     return b + ([(n % 4, 1)] if n % 4 else [])
@@ -292,6 +296,7 @@ def col_tiles(O, W, max_nv):
 # Each core: its variant, its lanes and the most vectors a tile of R rows takes for O columns
 # (matmul_x86_64_v3 / _v4's MaxNV and Accumulators), its FMA peak (flop a cycle) and where its
 # loop cycles come from.
+ACCUMULATORS = {'v3': 12, 'v4': 20}
 def v3_tiles(O, R): return 8, min(3, 12 // R)
 def v4_tiles(W): return lambda O, R: (W(O), min(4, 20 // R))
 CORES = [('Zen 3 (v3)', 'v3', v3_tiles, 32, 'zen3'),
@@ -318,7 +323,8 @@ for layer, what, n, K, O, contiguous, times in products:
     cells = []
     for cname, variant, lanes, peak, source in CORES:
         cycles, tiles = 0.0, []
-        for R, nblocks in row_blocks(n):
+        W = lanes(O, 4)[0]
+        for R, nblocks in row_blocks(n, -(-O // W), ACCUMULATORS[variant]):
             W, max_nv = lanes(O, R)
             for NV, ntiles in col_tiles(O, W, max_nv):
                 cycles += nblocks * ntiles * K * times * class_cycles((variant, W, R, NV, contiguous), source)

@@ -6,7 +6,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <random>
+#include <vector>
 
+#include "cpu_variants.h"
 #include "model/cpu_layers.h"
 #include "test_util.h"
 
@@ -140,6 +143,74 @@ TEST(AttentionLayer, TheVectorGeluAndItsSlopeMatchTheirClosedForms) {
   EXPECT_LT(worst_value, 2e-7);
   EXPECT_LT(worst_slope, 3e-7);
 }
+
+// Every product the fused step runs (cpu::matmul, through each variant's tiles: 4 x 3, 5 x 2
+// or 10 x 1 vectors on x86-64-v3, up to 5 x 4 and 10 x 2 on x86-64-v4, the generic target's)
+// against the element-wise sum it promises: C[r][o] = its start (0, C's value or the bias),
+// then one fused multiply-add a k in k's order, bit for bit (the generic target has no FMA:
+// there, a product then a sum, as the same expression compiles for this file). Over the shapes where the tile
+// choice changes (rows 1 to 12 and the multiples of four, five, eight and ten the step
+// uses; one to four vectors a row, full and partial), A read by rows and transposed, and C a
+// part of a wider row. A tile that drops a row or column, sums in another order or stores past
+// its columns fails here, whatever the training tests' tolerances.
+class ProductTest : public test::CpuVariantTest {};
+
+void product_by_variant(CpuVariant variant, const cpu::Product& p) {
+#if COPYTASK_CPU_VARIANTS
+  if (variant == CpuVariant::x86_64_v4) return cpu::matmul_x86_64_v4(p);
+  if (variant == CpuVariant::x86_64_v3) return cpu::matmul_x86_64_v3(p);
+#endif
+  (void)variant;
+  cpu::matmul_generic(p);
+}
+
+TEST_P(ProductTest, EveryElementIsItsStartThenOneFusedMultiplyAddAKInOrder) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto filled = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = uniform(rng);
+    return v;
+  };
+  const bool fused = GetParam() != CpuVariant::generic;
+  int64_t checked = 0;
+  for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 20, 30, 32, 40})
+    for (int64_t K : {1, 10, 20, 33})
+      for (int64_t O : {1, 5, 8, 10, 11, 16, 20, 24, 32, 33, 60})
+        for (int start = 0; start < 3; ++start)  // 0, C's values, the bias
+          for (bool transposed : {false, true}) {
+            const int64_t c_row = O + 3;  // C's row is wider than O: columns past O stay as they were
+            const auto A = filled(static_cast<size_t>(rows * K));
+            auto B = filled(static_cast<size_t>(K * O + cpu::kSlack));
+            const auto bias = filled(static_cast<size_t>(O + cpu::kSlack));
+            auto C = filled(static_cast<size_t>(rows * c_row + cpu::kSlack));
+            const auto before = C;
+            const int64_t a_row = transposed ? 1 : K, a_red = transposed ? rows : 1;
+            product_by_variant(GetParam(), cpu::Product{A.data(), a_row, a_red, B.data(), O,
+                                                        start == 2 ? bias.data() : nullptr, C.data(), c_row, rows, K,
+                                                        O, start == 1});
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t o = 0; o < c_row; ++o) {
+                const float got = C[r * c_row + o];
+                if (o >= O) {
+                  ASSERT_EQ(got, before[r * c_row + o]) << "stored past the columns: rows " << rows << " O " << O;
+                  continue;
+                }
+                float sum = start == 0 ? 0.0f : start == 1 ? before[r * c_row + o] : bias[o];
+                for (int64_t k = 0; k < K; ++k) {
+                  const float a = A[r * a_row + k * a_red], b = B[k * O + o];
+                  if (fused) sum = std::fma(a, b, sum);
+                  else sum += a * b;
+                }
+                ASSERT_EQ(got, sum) << "rows " << rows << " K " << K << " O " << O << " start " << start
+                                    << (transposed ? " A transposed" : "") << " at (" << r << ", " << o << ")";
+                ++checked;
+              }
+          }
+  std::printf("  %lld elements, each equal bit for bit\n", static_cast<long long>(checked));
+}
+
+INSTANTIATE_CPU_VARIANTS(ProductTest);
 
 }  // namespace
 }  // namespace copytask

@@ -304,14 +304,20 @@ COPYTASK_INLINE void matmul_rows(const Product& p, const float* A, float* C) {
   }
 }
 
-// Every row of C in tiles of Vec: blocks of five rows where they divide the rows and four do
-// not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the rest; a tile of R rows takes
-// up to MaxNV vectors and at most Accumulators registers of sums (R x NV). x86-64-v3: 4 x 3 or
-// 5 x 2 of the 16 AVX2 registers, the rest for B's vectors and A's broadcast element (5 x 3
-// ran out of them: 14.8 cycles a k against 6.1 for 4 x 3, timed by scripts/mca_driver.cpp on
-// Zen 3); x86-64-v4: up to 5 x 4 of the 32 AVX-512 registers.
-template <class Vec, class Partials, int MaxNV, int Accumulators>
+// Every row of C in tiles of Vec: where a row's columns are one or two vectors and the
+// variant's registers hold MaxRows rows of them, blocks of ten or eight rows that divide the
+// rows (an attention product of T = 10 rows in one tile); else blocks of five rows where they
+// divide the rows and four do not (10 positions: 5 + 5, not 4 + 4 + 2), else of four and the
+// rest. A tile of R rows takes up to MaxNV vectors and at most Accumulators registers of sums
+// (R x NV). x86-64-v3: 4 x 3, 5 x 2 or 10 x 1 of the 16 AVX2 registers, the rest for B's
+// vectors and A's broadcast element (5 x 3 ran out of them: 14.8 cycles a k against 6.1 for
+// 4 x 3, timed by scripts/mca_driver.cpp on Zen 3); x86-64-v4: up to 5 x 4 or 10 x 2 of the
+// 32 AVX-512 registers. Why taller tiles for narrow rows: a tile's R x NV sums are its
+// independent chains of FMAs, and a 5 x 1 tile's five are fewer than two FMA pipes at a
+// latency of four cycles need, so each of its k waited on the FMA's latency.
+template <class Vec, class Partials, int MaxNV, int Accumulators, int MaxRows>
 COPYTASK_INLINE void matmul_blocks(const Product& p) {
+  constexpr int W = sizeof(Vec) / sizeof(float);
   auto A = [&](int64_t r) { return p.A + r * p.a_row; };
   auto C = [&](int64_t r) { return p.C + r * p.c_row; };
   auto rows = [&](auto R, int64_t r) COPYTASK_KERNEL_BODY {
@@ -319,7 +325,19 @@ COPYTASK_INLINE void matmul_blocks(const Product& p) {
     constexpr int kMaxNV = MaxNV < Accumulators / kR ? MaxNV : Accumulators / kR;
     matmul_rows<Vec, Partials, kR, kMaxNV>(p, A(r), C(r));
   };
+  const int64_t vectors = (p.O + W - 1) / W;  // a row's, the last maybe partial
+  auto tall = [&](int64_t R) { return R <= MaxRows && vectors <= 2 && R * vectors <= Accumulators && p.rows % R == 0; };
   int64_t r = 0;
+  if constexpr (MaxRows >= 10)
+    if (tall(10)) {
+      for (; r < p.rows; r += 10) rows(std::integral_constant<int, 10>{}, r);
+      return;
+    }
+  if constexpr (MaxRows >= 8)
+    if (tall(8)) {
+      for (; r < p.rows; r += 8) rows(std::integral_constant<int, 8>{}, r);
+      return;
+    }
   if (p.rows % 5 == 0 && p.rows % 4 != 0) {
     for (; r < p.rows; r += 5) rows(std::integral_constant<int, 5>{}, r);
     return;
@@ -343,14 +361,14 @@ COPYTASK_INLINE void matmul_blocks(const Product& p) {
 __attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void matmul_x86_64_v4(
     const Product& p) {
   const int64_t lanes8 = (p.O + 7) / 8 * 8, lanes16 = (p.O + 15) / 16 * 16;
-  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, PartialsMaskedAvx512, 4, 20>(p);
-  else matmul_blocks<Vec16, PartialsMaskedAvx512, 4, 20>(p);
+  if (lanes8 < lanes16 && cpu_avx512_on_256_bit_pipes()) matmul_blocks<Vec8, PartialsMaskedAvx512, 4, 20, 10>(p);
+  else matmul_blocks<Vec16, PartialsMaskedAvx512, 4, 20, 10>(p);
 }
 __attribute__((noinline, target("arch=x86-64-v3"))) inline void matmul_x86_64_v3(const Product& p) {
-  matmul_blocks<Vec8, PartialsMaskedAvx, 3, 12>(p);
+  matmul_blocks<Vec8, PartialsMaskedAvx, 3, 12, 10>(p);
 }
 #endif
-__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, PartialsThroughBuffer, 2, 10>(p); }
+__attribute__((noinline)) inline void matmul_generic(const Product& p) { matmul_blocks<Vec8, PartialsThroughBuffer, 2, 10, 5>(p); }
 
 // The product in the variant of the tag Lanes. Every B is followed by kSlack readable floats.
 template <class Lanes>
