@@ -144,6 +144,52 @@ TEST(AttentionLayer, TheVectorGeluAndItsSlopeMatchTheirClosedForms) {
   EXPECT_LT(worst_slope, 3e-7);
 }
 
+// The layer norms' sums (cpu::rows_sum, rows_dot, rows_squared_deviation), eight rows at once
+// with their lanes transposed, against each row's sum as it is defined: its eight lanes over
+// the whole vectors, the lanes added pairwise, ((0 + 4) + (1 + 5)) + ((2 + 6) + (3 + 7)), then
+// the last D % 8 terms one at a time; bit for bit, for 1 to 8 rows of a block (a block past
+// the last row) and rows with no tail, a tail of four (20 wide) and tails of 1 to 7. Here on
+// the generic target (this file's code), whose shuffles are the variants' too.
+TEST(LayerNormSums, EightRowsAtOnceEqualEachRowsSumInItsOrder) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  auto lanes_then_tail = [](const float* x, const float* y, float mean, int64_t D, int kind) {
+    float lane[8] = {};
+    const int64_t full = D / 8 * 8;
+    auto term = [&](int64_t d) {
+      if (kind == 0) return x[d];
+      if (kind == 1) return x[d] * y[d];
+      const float deviation = x[d] - mean;
+      return deviation * deviation;
+    };
+    for (int64_t d = 0; d < full; ++d) lane[d % 8] += term(d);
+    float sum = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+    for (int64_t d = full; d < D; ++d) sum += term(d);
+    return sum;
+  };
+  int64_t checked = 0;
+  for (int64_t D : {4, 7, 8, 13, 16, 20, 23, 31, 64})
+    for (int64_t rows = 1; rows <= cpu::kLayerNormRows; ++rows) {
+      std::vector<float> x(static_cast<size_t>(rows * D)), y(x.size());
+      for (float& v : x) v = uniform(rng);
+      for (float& v : y) v = uniform(rng);
+      cpu::RowsVec mean{};
+      for (int64_t i = 0; i < rows; ++i) mean[i] = uniform(rng);
+      const cpu::RowsVec sums = cpu::rows_sum(x.data(), D, rows);
+      const cpu::RowsVec dots = cpu::rows_dot(x.data(), y.data(), D, rows);
+      const cpu::RowsVec squares = cpu::rows_squared_deviation(x.data(), mean, D, rows);
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* x_i = x.data() + i * D;
+        const float* y_i = y.data() + i * D;
+        ASSERT_EQ(sums[i], lanes_then_tail(x_i, y_i, 0.0f, D, 0)) << "D " << D << " rows " << rows << " row " << i;
+        ASSERT_EQ(dots[i], lanes_then_tail(x_i, y_i, 0.0f, D, 1)) << "D " << D << " rows " << rows << " row " << i;
+        ASSERT_EQ(squares[i], lanes_then_tail(x_i, y_i, mean[i], D, 2)) << "D " << D << " rows " << rows << " row " << i;
+        checked += 3;
+      }
+    }
+  std::printf("  %lld sums, each equal bit for bit\n", static_cast<long long>(checked));
+}
+
 // Every product the fused step runs (cpu::matmul, through each variant's tiles: 4 x 3, 5 x 2
 // or 10 x 1 vectors on x86-64-v3, up to 5 x 4 and 10 x 2 on x86-64-v4, the generic target's)
 // against the element-wise sum it promises: C[r][o] = its start (0, C's value or the bias),
