@@ -175,9 +175,10 @@ TEST(LayerNormSums, EightRowsAtOnceEqualEachRowsSumInItsOrder) {
       for (float& v : y) v = uniform(rng);
       cpu::RowsVec mean{};
       for (int64_t i = 0; i < rows; ++i) mean[i] = uniform(rng);
-      const cpu::RowsVec sums = cpu::rows_sum(x.data(), D, rows);
-      const cpu::RowsVec dots = cpu::rows_dot(x.data(), y.data(), D, rows);
-      const cpu::RowsVec squares = cpu::rows_squared_deviation(x.data(), mean, D, rows);
+      const cpu::RowsBlock x_block(x.data(), D, rows), y_block(y.data(), D, rows);
+      const cpu::RowsVec sums = cpu::rows_sum(x_block);
+      const cpu::RowsVec dots = cpu::rows_dot(x_block, y_block);
+      const cpu::RowsVec squares = cpu::rows_squared_deviation(x_block, mean);
       for (int64_t i = 0; i < rows; ++i) {
         const float* x_i = x.data() + i * D;
         const float* y_i = y.data() + i * D;
@@ -194,10 +195,10 @@ TEST(LayerNormSums, EightRowsAtOnceEqualEachRowsSumInItsOrder) {
 // or 10 x 1 vectors on x86-64-v3, up to 5 x 4 and 10 x 2 on x86-64-v4, the generic target's)
 // against the element-wise sum it promises: C[r][o] = its start (0, C's value or the bias),
 // then one fused multiply-add a k in k's order, bit for bit (the generic target has no FMA:
-// there, a product then a sum, as the same expression compiles for this file). Over the shapes where the tile
-// choice changes (rows 1 to 12 and the multiples of four, five, eight and ten the step
-// uses; one to four vectors a row, full and partial), A read by rows and transposed, and C a
-// part of a wider row. A tile that drops a row or column, sums in another order or stores past
+// there, a product then a sum, as the same expression compiles for this file). Over the
+// shapes where the tile choice changes (rows 1 to 12 and the multiples of four, five, eight
+// and ten the step uses; one to four vectors a row, full and partial), A read by rows and
+// transposed, and C a part of a wider row. A tile that drops a row or column, sums in another order or stores past
 // its columns fails here, whatever the training tests' tolerances.
 class ProductTest : public test::CpuVariantTest {};
 

@@ -486,77 +486,75 @@ COPYTASK_INLINE RowsVec lanes_sums(const Vec8 (&a)[kLayerNormRows]) {
   return ((c[0] + c[4]) + (c[1] + c[5])) + ((c[2] + c[6]) + (c[3] + c[7]));
 }
 
-// The elements d = full .. D - 1 (fewer than 8) of a block's rows (row i at x + i * D, i <
-// rows; the others 0), one vector an element: lane i of column[d - full] = x[i * D + d].
-// Four at a time as a 4 x 8 transposition of the rows' last four (a 20-wide row's tail).
-COPYTASK_INLINE void tail_columns(const float* x, int64_t D, int64_t rows, int64_t full, RowsVec (&column)[8]) {
-  int64_t d = full;
-  for (; d + 4 <= D; d += 4) {
-    Vec4 r[8];
-    for (int64_t i = 0; i < 8; ++i) r[i] = i < rows ? load_vec<Vec4>(x + i * D + d) : Vec4{};
-    Vec8 w[4];  // row i's four | row i + 4's four
-    for (int i = 0; i < 4; ++i) w[i] = __builtin_shufflevector(r[i], r[i + 4], 0, 1, 2, 3, 4, 5, 6, 7);
-    const Vec8 t0 = __builtin_shufflevector(w[0], w[1], 0, 8, 1, 9, 4, 12, 5, 13);
-    const Vec8 t1 = __builtin_shufflevector(w[0], w[1], 2, 10, 3, 11, 6, 14, 7, 15);
-    const Vec8 t2 = __builtin_shufflevector(w[2], w[3], 0, 8, 1, 9, 4, 12, 5, 13);
-    const Vec8 t3 = __builtin_shufflevector(w[2], w[3], 2, 10, 3, 11, 6, 14, 7, 15);
-    RowsVec* c = column + (d - full);
-    c[0] = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
-    c[1] = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
-    c[2] = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
-    c[3] = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
-  }
-  for (; d < D; ++d) {
-    RowsVec c{};
-    for (int64_t i = 0; i < rows; ++i) c[i] = x[i * D + d];
-    column[d - full] = c;
-  }
-}
-
 // The elements of a row in whole vectors of eight.
 COPYTASK_INLINE int64_t full_lanes(int64_t D) { return D / 8 * 8; }
 
-// lane i < rows: the sum over d < D of x[i * D + d].
-COPYTASK_INLINE RowsVec rows_sum(const float* x, int64_t D, int64_t rows) {
-  const int64_t full = full_lanes(D);
-  Vec8 acc[kLayerNormRows] = {};
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t d = 0; d < full; d += 8) acc[i] += load_vec<Vec8>(x + i * D + d);
-  RowsVec sum = lanes_sums(acc);
+// A block's rows (row i at x + i * D, i < rows <= 8) and their last D % 8 elements as
+// columns, transposed once for every sum over the block: lane i of tail[d - full] =
+// x[i * D + d] (0 for i >= rows). Four at a time as a 4 x 8 transposition of the rows' last
+// four (a 20-wide row's tail).
+struct RowsBlock {
+  const float* x;
+  int64_t D, rows, full;
   RowsVec tail[8];
-  tail_columns(x, D, rows, full, tail);
-  for (int64_t d = full; d < D; ++d) sum += tail[d - full];
+  COPYTASK_INLINE RowsBlock(const float* x_, int64_t D_, int64_t rows_) : x(x_), D(D_), rows(rows_), full(full_lanes(D_)) {
+    int64_t d = full;
+    for (; d + 4 <= D; d += 4) {
+      Vec4 r[8];
+      for (int64_t i = 0; i < 8; ++i) r[i] = i < rows ? load_vec<Vec4>(x + i * D + d) : Vec4{};
+      Vec8 w[4];  // row i's four | row i + 4's four
+      for (int i = 0; i < 4; ++i) w[i] = __builtin_shufflevector(r[i], r[i + 4], 0, 1, 2, 3, 4, 5, 6, 7);
+      const Vec8 t0 = __builtin_shufflevector(w[0], w[1], 0, 8, 1, 9, 4, 12, 5, 13);
+      const Vec8 t1 = __builtin_shufflevector(w[0], w[1], 2, 10, 3, 11, 6, 14, 7, 15);
+      const Vec8 t2 = __builtin_shufflevector(w[2], w[3], 0, 8, 1, 9, 4, 12, 5, 13);
+      const Vec8 t3 = __builtin_shufflevector(w[2], w[3], 2, 10, 3, 11, 6, 14, 7, 15);
+      RowsVec* c = tail + (d - full);
+      c[0] = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+      c[1] = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+      c[2] = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+      c[3] = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    for (; d < D; ++d) {
+      RowsVec c{};
+      for (int64_t i = 0; i < rows; ++i) c[i] = x[i * D + d];
+      tail[d - full] = c;
+    }
+  }
+  // Row i's eight floats from element d (d < full).
+  COPYTASK_INLINE Vec8 chunk(int64_t i, int64_t d) const { return load_vec<Vec8>(x + i * D + d); }
+};
+
+// lane i < rows: the sum over d < D of x[i * D + d].
+COPYTASK_INLINE RowsVec rows_sum(const RowsBlock& x) {
+  Vec8 acc[kLayerNormRows] = {};
+  for (int64_t i = 0; i < x.rows; ++i)
+    for (int64_t d = 0; d < x.full; d += 8) acc[i] += x.chunk(i, d);
+  RowsVec sum = lanes_sums(acc);
+  for (int64_t d = x.full; d < x.D; ++d) sum += x.tail[d - x.full];
   return sum;
 }
 
-// lane i < rows: the sum over d < D of x[i * D + d] * y[i * D + d].
-COPYTASK_INLINE RowsVec rows_dot(const float* x, const float* y, int64_t D, int64_t rows) {
-  const int64_t full = full_lanes(D);
+// lane i < rows: the sum over d < D of x[i * D + d] * y[i * D + d] (two blocks of one shape).
+COPYTASK_INLINE RowsVec rows_dot(const RowsBlock& x, const RowsBlock& y) {
   Vec8 acc[kLayerNormRows] = {};
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t d = 0; d < full; d += 8) acc[i] += load_vec<Vec8>(x + i * D + d) * load_vec<Vec8>(y + i * D + d);
+  for (int64_t i = 0; i < x.rows; ++i)
+    for (int64_t d = 0; d < x.full; d += 8) acc[i] += x.chunk(i, d) * y.chunk(i, d);
   RowsVec sum = lanes_sums(acc);
-  RowsVec tail_x[8], tail_y[8];
-  tail_columns(x, D, rows, full, tail_x);
-  tail_columns(y, D, rows, full, tail_y);
-  for (int64_t d = full; d < D; ++d) sum += tail_x[d - full] * tail_y[d - full];
+  for (int64_t d = x.full; d < x.D; ++d) sum += x.tail[d - x.full] * y.tail[d - x.full];
   return sum;
 }
 
 // lane i < rows: the sum over d < D of (x[i * D + d] - mean[i])^2.
-COPYTASK_INLINE RowsVec rows_squared_deviation(const float* x, RowsVec mean, int64_t D, int64_t rows) {
-  const int64_t full = full_lanes(D);
+COPYTASK_INLINE RowsVec rows_squared_deviation(const RowsBlock& x, RowsVec mean) {
   Vec8 acc[kLayerNormRows] = {};
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t d = 0; d < full; d += 8) {
-      const Vec8 deviation = load_vec<Vec8>(x + i * D + d) - mean[i];
+  for (int64_t i = 0; i < x.rows; ++i)
+    for (int64_t d = 0; d < x.full; d += 8) {
+      const Vec8 deviation = x.chunk(i, d) - mean[i];
       acc[i] += deviation * deviation;
     }
   RowsVec sum = lanes_sums(acc);
-  RowsVec tail[8];
-  tail_columns(x, D, rows, full, tail);
-  for (int64_t d = full; d < D; ++d) {
-    const RowsVec deviation = tail[d - full] - mean;
+  for (int64_t d = x.full; d < x.D; ++d) {
+    const RowsVec deviation = x.tail[d - x.full] - mean;
     sum += deviation * deviation;
   }
   return sum;
@@ -571,9 +569,9 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
                                        float* rstd, float* out, int64_t T, int64_t D) {
   for (int64_t first = 0; first < T; first += kLayerNormRows) {
     const int64_t rows = std::min(kLayerNormRows, T - first);
-    const float* x_block = x + first * D;
-    const RowsVec mean = rows_sum(x_block, D, rows) / static_cast<float>(D);
-    const RowsVec variance = rows_squared_deviation(x_block, mean, D, rows) / static_cast<float>(D);
+    const RowsBlock x_block(x + first * D, D, rows);
+    const RowsVec mean = rows_sum(x_block) / static_cast<float>(D);
+    const RowsVec variance = rows_squared_deviation(x_block, mean) / static_cast<float>(D);
     float r[kLayerNormRows];
     for (int64_t i = 0; i < rows; ++i) r[i] = 1.0f / std::sqrt(variance[i] + 1e-5f);
     for (int64_t i = 0; i < rows; ++i) {
@@ -617,8 +615,9 @@ COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rs
       });
     }
     // The means of d(normalized) and of d(normalized) * normalized, a block's rows at once.
-    const RowsVec mean_g = rows_sum(scratch, D, rows) / static_cast<float>(D);
-    const RowsVec mean_gn = rows_dot(scratch, normalized + first * D, D, rows) / static_cast<float>(D);
+    const RowsBlock g_block(scratch, D, rows), n_block(normalized + first * D, D, rows);
+    const RowsVec mean_g = rows_sum(g_block) / static_cast<float>(D);
+    const RowsVec mean_gn = rows_dot(g_block, n_block) / static_cast<float>(D);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t t = first + i;
       const float* n_t = normalized + t * D;
