@@ -579,21 +579,22 @@ class FusedStepBlock {
     const AccumulateOut weight_out{grad(p.weight), O};
     float* bias_grad = grad(p.bias);
     const int bias_items = bias_grad ? O : 0;
-    const int tile_rows = product_tile_rows(threads_.count(), a_.small_items, [&](int TR) {
-      return product_items_of(weight_grad, TR) + bias_items + (in_out.c ? product_items_of(input_grad, TR) : 0);
-    });
+    // The phase's three parts' items with tiles of TR rows (no input gradient without an output).
+    auto weight_items = [&](int TR) { return product_items_of(weight_grad, TR); };
+    auto input_items = [&](int TR) { return in_out.c ? product_items_of(input_grad, TR) : 0; };
+    const int tile_rows = product_tile_rows(threads_.count(), a_.small_items,
+                                            [&](int TR) { return weight_items(TR) + bias_items + input_items(TR); });
     with_tile_rows(tile_rows, [&](auto rows) {
       constexpr int TR = decltype(rows)::value;
       block_items3(
-          threads_, product_items_of(weight_grad, TR),
+          threads_, weight_items(TR),
           [&](int i) { product_item<TR>(weight_grad, i, weight_out, a_.vector_loads); }, bias_items,
           [&](int o) {
             float acc = bias_grad[o];
             for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
             bias_grad[o] = acc;
           },
-          in_out.c ? product_items_of(input_grad, TR) : 0,
-          [&](int i) { product_item<TR>(input_grad, i, in_out, a_.vector_loads); });
+          input_items(TR), [&](int i) { product_item<TR>(input_grad, i, in_out, a_.vector_loads); });
     });
   }
 
