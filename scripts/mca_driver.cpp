@@ -7,8 +7,9 @@
 //   tile_v3_w8_r<R>_nv<NV>: matmul_tile's k-loop (R rows x NV vectors of accumulators, one
 //     FMA each per k), the only loop of every matrix product, alone, to be timed;
 //   softmax_<variant>: attention_forward of one head with its products taken out (the
-//     scale, the row maxima, e^x, the row sums and the normalisation), the softmax's loops;
-//   softmax_backward_<variant>: softmax_backward_head (the row dot product and the gradient);
+//     scaled logits, the maxima, e^x, the sums and the normalisation, key-major);
+//   softmax_backward_<variant>: softmax_backward_key_major (the sums of w d(weights) and the
+//     gradient);
 //   crossentropy_<variant>: crossentropy_forward_backward (T = 10 rows of V = 11).
 //
 // matmul_x86_64_v3 / matmul_x86_64_v4 themselves are also emitted (kept through a pointer):
@@ -54,33 +55,27 @@ TILE(tile_v3_w8_r5_nv1, V3, Vec8, PartialsMaskedAvx, 5, 1)
 TILE(tile_v3_w8_r5_nv2, V3, Vec8, PartialsMaskedAvx, 5, 2)
 TILE(tile_v3_w8_r5_nv3, V3, Vec8, PartialsMaskedAvx, 5, 3)
 
-// The softmax of one head (T x T) as attention_forward runs it, less its two products: the
-// scaling, logits_shifted, exp_in_place, the row sums and the normalisation (the same lines
-// as softmax_mix_head's; that function also calls the mix product, so it is not called here).
-#define SOFTMAX(name, isa)                                                           \
-  extern "C" __attribute__((noinline, target(isa))) void name(float* w_h, int64_t T, \
-                                                                 float scale) {        \
-    for (int64_t e = 0; e < T * T; ++e) w_h[e] *= scale;                               \
-    logits_shifted(w_h, false, T);                                                     \
-    exp_in_place(w_h, T * T);                                                          \
-    for (int64_t i = 0; i < T; ++i) {                                                  \
-      float* w_i = w_h + i * T;                                                        \
-      float total = 0;                                                                 \
-      for (int64_t j = 0; j < T; ++j) total += w_i[j];                                 \
-      const float inverse_total = 1.0f / total;                                        \
-      for (int64_t j = 0; j < T; ++j) w_i[j] *= inverse_total;                         \
-    }                                                                                  \
+// The softmax of one head (T x T, key-major) as attention_forward runs it, less its two
+// products: the scaled logits, their maxima, e^x, the sums and the normalisation
+// (softmax_key_major with attention_forward's logits without a bias), and its backward.
+#define SOFTMAX(name, isa, Lanes)                                                                       \
+  extern "C" __attribute__((noinline, target(isa))) void name(const float* scores, float* w_t, int64_t T, \
+                                                                 float scale) {                            \
+    auto scaled = [&](auto lane, int64_t j, int64_t i0) {                                                 \
+      return load_vec<decltype(lane)>(scores + j * T + i0) * scale;                                       \
+    };                                                                                                    \
+    softmax_key_major<Lanes>(scaled, false, nullptr, w_t, nullptr, T);                                   \
   }
-SOFTMAX(softmax_v3, V3)
-SOFTMAX(softmax_v4, V4)
+SOFTMAX(softmax_v3, V3, LanesV3)
+SOFTMAX(softmax_v4, V4, LanesV4)
 
-#define SOFTMAX_BACKWARD(name, isa)                                                         \
-  extern "C" __attribute__((noinline, target(isa))) void name(const float* w, const float* gw, \
-                                                                 float* gl, int64_t T) {       \
-    softmax_backward_head(w, false, gw, gl, T);                                                \
+#define SOFTMAX_BACKWARD(name, isa, Lanes)                                                              \
+  extern "C" __attribute__((noinline, target(isa))) void name(const float* w_t, const float* gw_t,      \
+                                                                 float* gl_t, float* gs_t, int64_t T) {    \
+    softmax_backward_key_major<Lanes>(w_t, false, nullptr, gw_t, gl_t, gs_t, 0.5f, T);                   \
   }
-SOFTMAX_BACKWARD(softmax_backward_v3, V3)
-SOFTMAX_BACKWARD(softmax_backward_v4, V4)
+SOFTMAX_BACKWARD(softmax_backward_v3, V3, LanesV3)
+SOFTMAX_BACKWARD(softmax_backward_v4, V4, LanesV4)
 
 #define CROSSENTROPY(name, isa)                                                              \
   extern "C" __attribute__((noinline, target(isa))) double name(                             \

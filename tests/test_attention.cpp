@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -53,8 +54,10 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
     auto mixed = out.mixed.view({H, T, Dh}).permute({1, 0, 2}).reshape({T, D});  // (T, D)
     (mixed * upstream).sum().backward();
 
-    // The CPU layer on the same numbers.
-    auto weights = torch::empty({H, T, T}), ours = torch::empty({T, D});
+    // The CPU layer on the same numbers; it takes the dropout mask and gives the weights
+    // key-major, (H, T keys, T queries).
+    auto weights_key_major = torch::empty({H, T, T}), ours = torch::empty({T, D});
+    auto dropout_key_major = dropout.transpose(1, 2).contiguous();
     auto grad_qkv = torch::empty({T, 3 * D}), grad_bias = torch::zeros({H, T, T});
     std::vector<float> scratch(cpu::attention_scratch_floats(T, Dh));
     // The products read up to kSlack floats past q | k | v and the upstream gradient.
@@ -62,13 +65,15 @@ TEST(AttentionLayer, MatchesTheMatmulFormulationWithBiasCausalMaskAndDropout) {
     std::vector<float> upstream_data(upstream.data_ptr<float>(), upstream.data_ptr<float>() + upstream.numel());
     qkv_data.resize(qkv_data.size() + cpu::kSlack);
     upstream_data.resize(upstream_data.size() + cpu::kSlack);
-    cpu::attention_forward<cpu::LanesGeneric>(qkv_data.data(), bias.data_ptr<float>(), causal, dropout.data_ptr<float>(),
-                                              weights.data_ptr<float>(), ours.data_ptr<float>(), scratch.data(), T, H, Dh);
-    cpu::attention_backward<cpu::LanesGeneric>(qkv_data.data(), weights.data_ptr<float>(), causal,
-                                               dropout.data_ptr<float>(), upstream_data.data(),
+    cpu::attention_forward<cpu::LanesGeneric>(qkv_data.data(), bias.data_ptr<float>(), causal,
+                                              dropout_key_major.data_ptr<float>(), weights_key_major.data_ptr<float>(),
+                                              ours.data_ptr<float>(), scratch.data(), T, H, Dh);
+    cpu::attention_backward<cpu::LanesGeneric>(qkv_data.data(), weights_key_major.data_ptr<float>(), causal,
+                                               dropout_key_major.data_ptr<float>(), upstream_data.data(),
                                                grad_qkv.data_ptr<float>(), grad_bias.data_ptr<float>(), scratch.data(),
                                                T, H, Dh);
 
+    const auto weights = weights_key_major.transpose(1, 2);  // (H, T queries, T keys)
     const std::string label = causal ? "causal" : "bidirectional";
     EXPECT_LT(test::max_abs_diff(weights, out.weights.view({H, T, T})), 2e-6) << label;
     EXPECT_LT(test::max_abs_diff(ours, mixed), 2e-5) << label;
@@ -258,6 +263,139 @@ TEST_P(ProductTest, EveryElementIsItsStartThenOneFusedMultiplyAddAKInOrder) {
 }
 
 INSTANTIATE_CPU_VARIANTS(ProductTest);
+
+// The attention layer (cpu::attention_forward and attention_backward, its weights key-major)
+// through each variant against the element-wise definition it promises, bit for bit: every
+// product element its chain of fused multiply-adds over the reduced index in order (a
+// product then a sum on the generic target, which has no FMA); the logits q.k scale (+ the
+// bias, fused); each query's softmax over its seen keys as its row had taken it: the
+// maximum, e^(x - maximum) (cpu::exp_lanes), their sum in the keys' order, each times the
+// sum's inverse; backward, the row's sum of w d(weights) a fused multiply-add a key in order,
+// d(weights) the upstream product times the dropout mask rounded on its own. Over query
+// counts below, at and across the vectors' widths (the last vector of queries overlapping
+// the one before), causal or not, with and without the bias and dropout. A softmax vector
+// that runs a query in other lanes than its own, a sum in another order, or a multiply
+// the compiler contracts where it was not before, fails here.
+class AttentionLayerTest : public test::CpuVariantTest {};
+
+TEST_P(AttentionLayerTest, EveryNumberIsItsElementWiseDefinitionBitForBit) {
+  const bool fused = GetParam() != CpuVariant::generic;
+  auto fma_or = [&](float a, float b, float c) { return fused ? std::fma(a, b, c) : a * b + c; };
+  // e^x as the variant compiles it (its polynomial's multiply-adds fused where it has FMA).
+  auto exp_of = [](float x) {
+    return cpu::on_cpu_variant([&](auto) COPYTASK_KERNEL_BODY { return cpu::exp_lanes(cpu::Vec4{x, 0.0f, 0.0f, 0.0f})[0]; });
+  };
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  int64_t checked = 0;
+  for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 10, 13, 16, 17, 20})
+    for (bool causal : {false, true})
+      for (bool with_bias : {false, true})
+        for (bool with_dropout : {false, true}) {
+          // Dh = 5: a scale that is not a power of two, so a rounded product differs from a fused one.
+          const int64_t H = 2, Dh = 5, D = H * Dh;
+          const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
+          auto filled = [&](int64_t n) {
+            std::vector<float> v(static_cast<size_t>(n + cpu::kSlack));
+            for (float& x : v) x = normal(rng);
+            return v;
+          };
+          const auto qkv = filled(T * 3 * D), upstream = filled(T * D), bias = filled(H * T * T);
+          std::vector<float> mask(static_cast<size_t>(H * T * T));  // query-major: (H, T, T)
+          for (float& m : mask) m = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng) < 0.3f ? 0.0f : 1.0f / 0.7f;
+          std::vector<float> mask_key_major(mask.size());
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < T; ++i)
+              for (int64_t j = 0; j < T; ++j) mask_key_major[(h * T + j) * T + i] = mask[(h * T + i) * T + j];
+          std::vector<float> weights(static_cast<size_t>(H * T * T)), mixed(static_cast<size_t>(T * D + cpu::kSlack));
+          std::vector<float> grad_qkv(static_cast<size_t>(T * 3 * D)), grad_bias(static_cast<size_t>(H * T * T), 0.5f);
+          std::vector<float> scratch(static_cast<size_t>(cpu::attention_scratch_floats(T, Dh)));
+          const float* bias_p = with_bias ? bias.data() : nullptr;
+          const float* drop_p = with_dropout ? mask_key_major.data() : nullptr;
+          cpu::on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
+            using Lanes = decltype(lanes);
+            cpu::attention_forward<Lanes>(qkv.data(), bias_p, causal, drop_p, weights.data(), mixed.data(),
+                                          scratch.data(), T, H, Dh);
+            cpu::attention_backward<Lanes>(qkv.data(), weights.data(), causal, drop_p, upstream.data(),
+                                           grad_qkv.data(), with_bias ? grad_bias.data() : nullptr, scratch.data(), T,
+                                           H, Dh);
+          });
+
+          // The definition, head by head; q, k, v, g of row r at column d.
+          auto q = [&](int64_t r, int64_t h, int64_t d) { return qkv[r * 3 * D + h * Dh + d]; };
+          auto k = [&](int64_t r, int64_t h, int64_t d) { return qkv[r * 3 * D + D + h * Dh + d]; };
+          auto v = [&](int64_t r, int64_t h, int64_t d) { return qkv[r * 3 * D + 2 * D + h * Dh + d]; };
+          auto g = [&](int64_t r, int64_t h, int64_t d) { return upstream[r * D + h * Dh + d]; };
+          const std::string at = "T " + std::to_string(T) + (causal ? " causal" : "") + (with_bias ? " bias" : "") +
+                                 (with_dropout ? " dropout" : "");
+          auto same = [&](float got, float want, const std::string& what) {
+            ++checked;
+            return std::memcmp(&got, &want, sizeof got) == 0 ? ::testing::AssertionSuccess()
+                                                             : ::testing::AssertionFailure()
+                                                                   << at << ": " << what << " " << got << " != " << want;
+          };
+          for (int64_t h = 0; h < H; ++h) {
+            std::vector<float> w(static_cast<size_t>(T * T), 0.0f), kept(w.size()), gw(w.size()), gs(w.size(), 0.0f);
+            auto seen = [&](int64_t i, int64_t j) { return !causal || j <= i; };
+            auto m = [&](int64_t i, int64_t j) { return with_dropout ? mask[(h * T + i) * T + j] : 1.0f; };
+            for (int64_t i = 0; i < T; ++i) {
+              std::vector<float> logit(static_cast<size_t>(T));
+              float row_max = -INFINITY;
+              for (int64_t j = 0; j < T; ++j) {
+                float score = 0.0f;
+                for (int64_t d = 0; d < Dh; ++d) score = fma_or(q(i, h, d), k(j, h, d), score);
+                logit[j] = with_bias ? fma_or(score, scale, bias[(h * T + i) * T + j]) : score * scale;
+                if (seen(i, j)) row_max = std::max(row_max, logit[j]);
+              }
+              float total = 0.0f;
+              for (int64_t j = 0; j < T; ++j)
+                if (seen(i, j)) total += w[i * T + j] = exp_of(logit[j] - row_max);
+              const float inverse_total = 1.0f / total;
+              for (int64_t j = 0; j < T; ++j) {
+                if (seen(i, j)) w[i * T + j] *= inverse_total;
+                kept[i * T + j] = with_dropout ? w[i * T + j] * m(i, j) : w[i * T + j];
+                ASSERT_TRUE(same(weights[(h * T + j) * T + i], w[i * T + j], "weight"));
+              }
+            }
+            for (int64_t i = 0; i < T; ++i)
+              for (int64_t d = 0; d < Dh; ++d) {
+                float sum = 0.0f;
+                for (int64_t j = 0; j < T; ++j) sum = fma_or(kept[i * T + j], v(j, h, d), sum);
+                ASSERT_TRUE(same(mixed[i * D + h * Dh + d], sum, "mixed"));
+              }
+            for (int64_t i = 0; i < T; ++i) {
+              for (int64_t j = 0; j < T; ++j) {
+                float sum = 0.0f;
+                for (int64_t d = 0; d < Dh; ++d) sum = fma_or(g(i, h, d), v(j, h, d), sum);
+                gw[i * T + j] = with_dropout ? sum * m(i, j) : sum;
+              }
+              float weighted = 0.0f;
+              for (int64_t j = 0; j < T; ++j)
+                if (seen(i, j)) weighted = fma_or(w[i * T + j], gw[i * T + j], weighted);
+              for (int64_t j = 0; j < T; ++j) {
+                const float grad_logit = seen(i, j) ? w[i * T + j] * (gw[i * T + j] - weighted) : 0.0f;
+                if (with_bias) ASSERT_TRUE(same(grad_bias[(h * T + i) * T + j], 0.5f + grad_logit, "bias gradient"));
+                gs[i * T + j] = grad_logit * scale;
+              }
+            }
+            for (int64_t r = 0; r < T; ++r)
+              for (int64_t d = 0; d < Dh; ++d) {
+                float dq = 0.0f, dk = 0.0f, dv = 0.0f;
+                for (int64_t x = 0; x < T; ++x) {
+                  dq = fma_or(gs[r * T + x], k(x, h, d), dq);
+                  dk = fma_or(gs[x * T + r], q(x, h, d), dk);
+                  dv = fma_or(kept[x * T + r], g(x, h, d), dv);
+                }
+                ASSERT_TRUE(same(grad_qkv[r * 3 * D + h * Dh + d], dq, "dq"));
+                ASSERT_TRUE(same(grad_qkv[r * 3 * D + D + h * Dh + d], dk, "dk"));
+                ASSERT_TRUE(same(grad_qkv[r * 3 * D + 2 * D + h * Dh + d], dv, "dv"));
+              }
+          }
+        }
+  std::printf("  %lld numbers, each equal bit for bit\n", static_cast<long long>(checked));
+}
+
+INSTANTIATE_CPU_VARIANTS(AttentionLayerTest);
 
 }  // namespace
 }  // namespace copytask

@@ -655,161 +655,279 @@ COPYTASK_INLINE void embedding_backward(const float* grad_x, const int64_t* toke
 }
 
 // ---- Attention ----------------------------------------------------------------------------
-// Head by head, as small matrix products (the products above): the scores q k^T, the mix
-// weights @ v, and backward d(weights) = g v^T, dv = weights^T g, dq = d(scores) k and
-// dk = d(scores)^T q. The softmax runs row by row between them, its e^x over the whole head.
+// Head by head, as small matrix products (the products above): the scores, the mix weights
+// @ v, and backward d(weights) = g v^T, dv = weights^T g, dq = d(scores) k and dk =
+// d(scores)^T q. Between them the softmax, which keeps each head's weights key-major:
+// (T keys, T queries), w_t[j T + i] the weight query i gives key j. A query's softmax is a
+// column of that matrix, so the queries lie across a vector's lanes, and its maximum, its sum
+// over the keys (in the keys' order, the order a query's row had been summed in) and its
+// normalisation are vector operations a key at a time; query-major, each row had been a
+// chain of scalar operations. The scores come out key-major at no cost, k q^T with q
+// transposed where q k^T had transposed k, and the products read the weights transposed
+// where they need them query-major (a tile reads A either way, with the same sums), so every
+// number is the one the query-major softmax made.
+//
+// The element-wise work between two products is one pass over vectors of queries, each
+// reading what the product before it stored and storing what the product after it reads:
+// a vector load that spans two recent stores (a pass over the whole matrix eight floats at
+// a time after one along its rows) cannot take its floats from the store queue and waits
+// for both stores to reach the cache, which had cost more than the scalar chains saved.
 
-// The floats of the scratch every attention function below takes: the head's keys or values
-// transposed (Dh, T) and the slack the products read past them, then three (T, T) matrices.
-COPYTASK_INLINE int64_t attention_scratch_floats(int64_t T, int64_t Dh) { return Dh * T + kSlack + 3 * T * T; }
+// The floats of the scratch every attention function below takes: a head's q, k or the
+// upstream gradient transposed (Dh, T) and the slack the products read past it, then four
+// (T, T) matrices.
+COPYTASK_INLINE int64_t attention_scratch_floats(int64_t T, int64_t Dh) { return Dh * T + kSlack + 4 * T * T; }
 
+// All key-major (T, T) but head_t.
 struct AttentionScratch {
-  float* head_t;        // (Dh, T): k or v of the head, transposed
-  float* kept;          // (T, T): the weights times the dropout mask
-  float* grad_weights;  // (T, T): d(loss)/d(kept weights), then d(weights)
-  float* grad_scores;   // (T, T): d(loss)/d(scores) times the 1/sqrt(Dh) scale
+  float* head_t;        // (Dh, T): q or k of the head, or its upstream gradient, transposed
+  float* scores;        // the scores q . k (forward); d(loss)/d(weights) before dropout (backward)
+  float* kept;          // the weights times the dropout mask
+  float* grad_logits;   // d(loss)/d(logits)
+  float* grad_scores;   // d(loss)/d(scores) times the 1/sqrt(Dh) scale
   AttentionScratch(float* scratch, int64_t T, int64_t Dh)
       : head_t(scratch),
-        kept(scratch + Dh * T + kSlack),
-        grad_weights(kept + T * T),
-        grad_scores(grad_weights + T * T) {}
+        scores(scratch + Dh * T + kSlack),
+        kept(scores + T * T),
+        grad_logits(kept + T * T),
+        grad_scores(grad_logits + T * T) {}
 };
 
-// head_t (Dh, T) = part `part` (1: k, 2: v) of head h of every position, transposed.
-COPYTASK_INLINE void head_transposed(const float* qkv, int64_t part, int64_t h, float* head_t, int64_t T, int64_t H,
-                                     int64_t Dh) {
-  const int64_t D = H * Dh;
-  for (int64_t j = 0; j < T; ++j) {
-    const float* row = qkv + j * 3 * D + part * D + h * Dh;
-    for (int64_t d = 0; d < Dh; ++d) head_t[d * T + j] = row[d];
+// out (Dh, T) = the first Dh columns of the T rows at rows, rows + stride, ..., transposed.
+COPYTASK_INLINE void rows_transposed(const float* rows, int64_t stride, float* out, int64_t T, int64_t Dh) {
+  for (int64_t j = 0; j < T; ++j)
+    for (int64_t d = 0; d < Dh; ++d) out[d * T + j] = rows[j * stride + d];
+}
+
+// m (T, T) transposed in place: a head's matrix between query-major and key-major.
+COPYTASK_INLINE void square_transpose(float* m, int64_t T) {
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = i + 1; j < T; ++j) std::swap(m[i * T + j], m[j * T + i]);
+}
+
+// body(Lane{}, i0) for vectors of the queries i0 .. i0 + lanes - 1 that cover 0 .. T - 1:
+// eight at a time and the last eight ending at T, overlapping the vector before (T = 10:
+// queries 0 to 7, then 2 to 9); below eight, four likewise, then one by one. A query's
+// numbers are the same in whichever vector it is computed, so a body that reads nothing it
+// or another body writes may run a query twice: the same floats are stored again.
+template <class Body>
+COPYTASK_INLINE void over_queries(int64_t T, const Body& body) {
+  auto vectors = [&](auto lane, int64_t width) COPYTASK_KERNEL_BODY {
+    int64_t i0 = 0;
+    for (; i0 + width <= T; i0 += width) body(lane, i0);
+    if (i0 < T) body(lane, T - width);
+  };
+  if (T >= 8) vectors(Vec8{}, 8);
+  else if (T >= 4) vectors(Vec4{}, 4);
+  else
+    for (int64_t i = 0; i < T; ++i) body(float{}, i);
+}
+
+// The floats `stride` apart from p, as a vector of queries (a lane type of over_queries).
+template <class Lane>
+COPYTASK_INLINE Lane lanes_strided(const float* p, int64_t stride) {
+  if constexpr (std::is_same_v<Lane, float>) {
+    return *p;
+  } else {
+    Lane v;
+    for (int l = 0; l < static_cast<int>(sizeof(Lane) / sizeof(float)); ++l) v[l] = p[l * stride];
+    return v;
   }
 }
 
-// scores (T, T) of head h = q k^T (unscaled), every key.
+// Which keys the queries of a vector (from i0) see: every key, or (Causal) the keys j <= i.
+// seen(j, a, b): a for the lanes that see key j, b for the others. Causal a template
+// argument, so that a softmax over every key has no test in its loops.
+template <class Lane, bool Causal>
+struct SeenKeys {
+  Lane queries;  // the lanes' queries, as floats (exact below 2^24)
+  explicit SeenKeys(int64_t i0) {
+    if constexpr (std::is_same_v<Lane, float>) {
+      queries = static_cast<float>(i0);
+    } else {
+      for (int l = 0; l < static_cast<int>(sizeof(Lane) / sizeof(float)); ++l) queries[l] = static_cast<float>(i0 + l);
+    }
+  }
+  COPYTASK_INLINE Lane operator()(int64_t j, Lane a, Lane b) const {
+    if constexpr (Causal) return Lane{} + static_cast<float>(j) <= queries ? a : b;
+    else return a;
+  }
+};
+// body(SeenKeys<Lane, causal>(i0)) with causal known at compile time.
+template <class Lane, class Body>
+COPYTASK_INLINE void with_seen_keys(bool causal, int64_t i0, const Body& body) {
+  if (causal) body(SeenKeys<Lane, true>(i0));
+  else body(SeenKeys<Lane, false>(i0));
+}
+
+// e^x of a lane type, lane by lane the same as exp_lanes.
+template <class Lane>
+COPYTASK_INLINE Lane exp_lane(Lane x) {
+  if constexpr (std::is_same_v<Lane, float>) return exp_lanes(Vec4{x, 0.0f, 0.0f, 0.0f})[0];
+  else return exp_lanes(x);
+}
+
+// x, rounded to float where the compiler cannot see: a product passed through it is never
+// contracted with the sum or difference that takes it into one fused multiply-add. (Where
+// the variant has FMA: the generic target has none to contract into.)
+template <class Lanes, class Lane>
+COPYTASK_INLINE Lane rounded(Lane x) {
+#if COPYTASK_CPU_VARIANTS
+  if constexpr (Lanes::kVariant != CpuVariant::generic) asm("" : "+x"(x));
+#endif
+  return x;
+}
+
+// One head's softmax, key-major: w_t (T, T) = the softmax over each query's seen keys of its
+// logits logit(Lane{}, j, i0) (0 for the unseen keys), and kept_t = w_t times the dropout
+// mask dropout_t when that is given. For each vector of queries: their logits (stored in
+// w_t) and their maximum over the seen keys; e^(logit - maximum) and their sum in the keys'
+// order; each divided by the sum. Lane by lane the operations, in the order, that a query's
+// row had taken (the logits and the e^x rounded as they had been when stored, not
+// contracted into the subtraction or the sum after them). logit reads nothing this function
+// writes.
+template <class Lanes, class Logit>
+COPYTASK_INLINE void softmax_key_major(const Logit& logit, bool causal, const float* dropout_t, float* w_t,
+                                       float* kept_t, int64_t T) {
+  const float infinity = std::numeric_limits<float>::infinity();
+  over_queries(T, [&](auto lane, int64_t i0) COPYTASK_KERNEL_BODY {
+    using Lane = decltype(lane);
+    with_seen_keys<Lane>(causal, i0, [&](const auto& seen) COPYTASK_KERNEL_BODY {
+      Lane row_max = Lane{} - infinity;
+      for (int64_t j = 0; j < T; ++j) {
+        const Lane x = rounded<Lanes>(logit(lane, j, i0));
+        store_vec(w_t + j * T + i0, x);
+        row_max = seen(j, row_max < x ? x : row_max, row_max);  // std::max
+      }
+      Lane total = Lane{};
+      for (int64_t j = 0; j < T; ++j) {
+        const Lane e = rounded<Lanes>(seen(j, exp_lane(load_vec<Lane>(w_t + j * T + i0) - row_max), Lane{}));
+        store_vec(w_t + j * T + i0, e);
+        total = total + e;  // + 0 for the unseen keys: the same sum
+      }
+      const Lane inverse_total = 1.0f / total;
+      for (int64_t j = 0; j < T; ++j) {
+        const Lane w = load_vec<Lane>(w_t + j * T + i0) * inverse_total;  // 0 stays 0
+        store_vec(w_t + j * T + i0, w);
+        if (dropout_t) store_vec(kept_t + j * T + i0, w * load_vec<Lane>(dropout_t + j * T + i0));
+      }
+    });
+  });
+}
+
+// Its backward, key-major: grad_logits_t = w (d(weights) - sum over the seen keys k of w_k
+// d(weights)_k, in the keys' order) for the seen keys, 0 for the others, where d(weights) =
+// grad_kept_t times the dropout mask (when given, rounded: a product of its own, as it had
+// been stored); grad_scores_t (when given) = grad_logits_t times scale. grad_kept_t is not
+// written.
 template <class Lanes>
-COPYTASK_INLINE void head_scores(const float* qkv, int64_t h, float* scores, const AttentionScratch& scratch, int64_t T,
-                                 int64_t H, int64_t Dh) {
+COPYTASK_INLINE void softmax_backward_key_major(const float* w_t, bool causal, const float* dropout_t,
+                                                const float* grad_kept_t, float* grad_logits_t, float* grad_scores_t,
+                                                float scale, int64_t T) {
+  over_queries(T, [&](auto lane, int64_t i0) COPYTASK_KERNEL_BODY {
+    using Lane = decltype(lane);
+    auto grad_weights = [&](int64_t e) {
+      const Lane g = load_vec<Lane>(grad_kept_t + e);
+      return dropout_t ? rounded<Lanes>(g * load_vec<Lane>(dropout_t + e)) : g;
+    };
+    with_seen_keys<Lane>(causal, i0, [&](const auto& seen) COPYTASK_KERNEL_BODY {
+      Lane weighted = Lane{};
+      for (int64_t j = 0; j < T; ++j) {
+        const int64_t e = j * T + i0;
+        weighted = seen(j, weighted + load_vec<Lane>(w_t + e) * grad_weights(e), weighted);
+      }
+      for (int64_t j = 0; j < T; ++j) {
+        const int64_t e = j * T + i0;
+        const Lane g = seen(j, load_vec<Lane>(w_t + e) * (grad_weights(e) - weighted), Lane{});
+        store_vec(grad_logits_t + e, g);
+        if (grad_scores_t) store_vec(grad_scores_t + e, g * scale);
+      }
+    });
+  });
+}
+
+// Head h's softmax and mix from its scores (or logits) key-major, logit(Lane{}, j, i0) as
+// softmax_key_major takes them: w_t (T, T) = the weights, key-major; mixed's head h columns
+// = the weights (times the dropout mask, key-major, when given) @ v.
+template <class Lanes, class Logit>
+COPYTASK_INLINE void softmax_mix_head(const float* qkv, const Logit& logit, bool causal, const float* dropout,
+                                      float* w_t, float* mixed, const AttentionScratch& scratch, int64_t h, int64_t T,
+                                      int64_t H, int64_t Dh) {
   const int64_t D = H * Dh;
-  head_transposed(qkv, 1, h, scratch.head_t, T, H, Dh);
-  matmul<Lanes>(Product{qkv + h * Dh, 3 * D, 1, scratch.head_t, T, nullptr, scores, T, T, Dh, T, false});
+  const float* dropout_t = dropout ? dropout + h * T * T : nullptr;
+  softmax_key_major<Lanes>(logit, causal, dropout_t, w_t, scratch.kept, T);
+  const float* kept = dropout ? scratch.kept : w_t;
+  // The kept weights read query-major: A(i, j) = kept[j T + i].
+  matmul<Lanes>(Product{kept, 1, T, qkv + 2 * D + h * Dh, 3 * D, nullptr, mixed + h * Dh, D, T, T, Dh, false});
 }
 
-// Head h's weights w_h (T, T) as the mix reads them: times the dropout mask (into
-// scratch.kept) when given, else w_h itself.
-COPYTASK_INLINE const float* kept_weights(const float* w_h, const float* dropout, const AttentionScratch& scratch,
-                                          int64_t h, int64_t T) {
-  if (!dropout) return w_h;
-  const float* drop_h = dropout + h * T * T;
-  for (int64_t e = 0; e < T * T; ++e) scratch.kept[e] = w_h[e] * drop_h[e];
-  return scratch.kept;
-}
-
-// Head h's softmax and mix: its logits (T, T) in weights, less their row's maximum (-inf for
-// unseen keys), become the softmax (0 for unseen keys); mixed's head h columns = the weights
-// (times the dropout mask, when given) @ v.
-template <class Lanes>
-COPYTASK_INLINE void softmax_mix_head(const float* qkv, bool causal, const float* dropout, float* weights,
-                                      float* mixed, const AttentionScratch& scratch, int64_t h, int64_t T, int64_t H,
-                                      int64_t Dh) {
-  const int64_t D = H * Dh;
-  float* w_h = weights + h * T * T;
-  exp_in_place(w_h, T * T);  // e^-inf = 0
-  for (int64_t i = 0; i < T; ++i) {
-    const int64_t seen = causal ? i + 1 : T;
-    float* w_i = w_h + i * T;
-    float total = 0;
-    for (int64_t j = 0; j < seen; ++j) total += w_i[j];
-    const float inverse_total = 1.0f / total;
-    for (int64_t j = 0; j < seen; ++j) w_i[j] *= inverse_total;
-  }
-  const float* kept = kept_weights(w_h, dropout, scratch, h, T);
-  matmul<Lanes>(Product{kept, T, 1, qkv + 2 * D + h * Dh, 3 * D, nullptr, mixed + h * Dh, D, T, T, Dh, false});
-}
-
-// w_h (T, T): one head's logits in, less their row's maximum over the seen keys out, -inf
-// for the unseen.
-COPYTASK_INLINE void logits_shifted(float* w_h, bool causal, int64_t T) {
-  for (int64_t i = 0; i < T; ++i) {
-    const int64_t seen = causal ? i + 1 : T;
-    float* w_i = w_h + i * T;
-    float row_max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < seen; ++j) row_max = std::max(row_max, w_i[j]);
-    for (int64_t j = 0; j < seen; ++j) w_i[j] -= row_max;
-    for (int64_t j = seen; j < T; ++j) w_i[j] = -std::numeric_limits<float>::infinity();
-  }
-}
-
-// weights[h, i, j] = softmax over j of (q_i . k_j / sqrt(Dh) + bias[h, i, j]), j <= i only
-// when causal (the others 0); mixed (T, D) = the weights (times the dropout mask, when
-// given) @ v, head by head. qkv: (T, 3D), followed by kSlack readable floats; bias,
-// dropout, weights: (H, T, T); scratch: attention_scratch_floats.
+// weights[h, j, i] (key-major) = softmax over the keys j of (q_i . k_j / sqrt(Dh) + bias[h,
+// i, j]), j <= i only when causal (the others 0); mixed (T, D) = the weights (times the
+// dropout mask, when given) @ v, head by head. qkv: (T, 3D), followed by kSlack readable
+// floats; bias (H, T, T) query-major; dropout, weights: (H, T, T) key-major; scratch:
+// attention_scratch_floats.
 template <class Lanes>
 COPYTASK_INLINE void attention_forward(const float* qkv, const float* bias, bool causal, const float* dropout,
                                        float* weights, float* mixed, float* scratch, int64_t T, int64_t H, int64_t Dh) {
+  const int64_t D = H * Dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    float* w_h = weights + h * T * T;
-    head_scores<Lanes>(qkv, h, w_h, work, T, H, Dh);
-    if (bias)
-      for (int64_t e = 0; e < T * T; ++e) w_h[e] = w_h[e] * scale + bias[h * T * T + e];
-    else
-      for (int64_t e = 0; e < T * T; ++e) w_h[e] *= scale;
-    logits_shifted(w_h, causal, T);
-    softmax_mix_head<Lanes>(qkv, causal, dropout, weights, mixed, work, h, T, H, Dh);
+    rows_transposed(qkv + h * Dh, 3 * D, work.head_t, T, Dh);  // q^T (Dh, T)
+    // scores_t (T, T) = k q^T.
+    matmul<Lanes>(Product{qkv + D + h * Dh, 3 * D, 1, work.head_t, T, nullptr, work.scores, T, T, Dh, T, false});
+    // Two functions, not one with a test inside: the scaled score that both branches of a
+    // test share is rounded, where the bias's branch is one fused multiply-add.
+    auto scaled = [&](auto lane, int64_t j, int64_t i0) {
+      return load_vec<decltype(lane)>(work.scores + j * T + i0) * scale;
+    };
+    auto biased = [&](auto lane, int64_t j, int64_t i0) {
+      using Lane = decltype(lane);
+      return load_vec<Lane>(work.scores + j * T + i0) * scale + lanes_strided<Lane>(bias + (h * T + i0) * T + j, T);
+    };
+    if (bias) softmax_mix_head<Lanes>(qkv, biased, causal, dropout, weights + h * T * T, mixed, work, h, T, H, Dh);
+    else softmax_mix_head<Lanes>(qkv, scaled, causal, dropout, weights + h * T * T, mixed, work, h, T, H, Dh);
   }
 }
 
-// The backward of head h's mix: scratch.grad_weights (T, T) = d(loss)/d(weights) (g v^T
-// times the dropout mask), and the head's v columns of grad_qkv = kept^T g (set).
+// The backward of head h's mix: scratch.scores (T, T, key-major) = d(loss)/d(kept weights)
+// (v g^T), and the head's v columns of grad_qkv = kept^T g (set).
 template <class Lanes>
 COPYTASK_INLINE void mix_backward_head(const float* qkv, const float* weights, const float* dropout,
                                        const float* grad_mixed, float* grad_qkv, const AttentionScratch& scratch,
                                        int64_t h, int64_t T, int64_t H, int64_t Dh) {
   const int64_t D = H * Dh;
-  const float* w_h = weights + h * T * T;
-  head_transposed(qkv, 2, h, scratch.head_t, T, H, Dh);
-  matmul<Lanes>(Product{grad_mixed + h * Dh, D, 1, scratch.head_t, T, nullptr, scratch.grad_weights, T, T, Dh, T, false});
+  const float* w_t = weights + h * T * T;
+  rows_transposed(grad_mixed + h * Dh, D, scratch.head_t, T, Dh);  // g^T (Dh, T)
+  matmul<Lanes>(Product{qkv + 2 * D + h * Dh, 3 * D, 1, scratch.head_t, T, nullptr, scratch.scores, T, T, Dh, T, false});
+  const float* kept = w_t;
   if (dropout) {
+    // The weights and the mask were stored long before: a pass over the whole matrix.
     const float* drop_h = dropout + h * T * T;
-    for (int64_t e = 0; e < T * T; ++e) scratch.grad_weights[e] *= drop_h[e];
+    for (int64_t e = 0; e < T * T; ++e) scratch.kept[e] = w_t[e] * drop_h[e];
+    kept = scratch.kept;
   }
-  const float* kept = kept_weights(w_h, dropout, scratch, h, T);
-  matmul<Lanes>(Product{kept, 1, T, grad_mixed + h * Dh, D, nullptr, grad_qkv + 2 * D + h * Dh, 3 * D, T, T, Dh, false});
-}
-
-// d(logits) of head h's softmax from scratch.grad_weights: w_j (d(weights)_j - sum_k w_k
-// d(weights)_k) for the seen keys, 0 for the others, to grad_logits (T, T).
-COPYTASK_INLINE void softmax_backward_head(const float* w_h, bool causal, const float* grad_weights, float* grad_logits,
-                                           int64_t T) {
-  for (int64_t i = 0; i < T; ++i) {
-    const int64_t seen = causal ? i + 1 : T;
-    const float* w_i = w_h + i * T;
-    const float* gw_i = grad_weights + i * T;
-    float weighted = 0;
-    for (int64_t j = 0; j < seen; ++j) weighted += w_i[j] * gw_i[j];
-    float* gl_i = grad_logits + i * T;
-    for (int64_t j = 0; j < seen; ++j) gl_i[j] = w_i[j] * (gw_i[j] - weighted);
-    for (int64_t j = seen; j < T; ++j) gl_i[j] = 0.0f;
-  }
+  matmul<Lanes>(Product{kept, T, 1, grad_mixed + h * Dh, D, nullptr, grad_qkv + 2 * D + h * Dh, 3 * D, T, T, Dh, false});
 }
 
 // The head's q and k columns of grad_qkv = (or +=) the gradient through q k^T of
-// scratch.grad_scores: dq = d(scores) k, dk = d(scores)^T q.
+// grad_scores (T, T), key-major or query-major: dq = d(scores) k, dk = d(scores)^T q.
 template <class Lanes>
-COPYTASK_INLINE void scores_backward_head(const float* qkv, float* grad_qkv, const AttentionScratch& scratch, int64_t h,
-                                          int64_t T, int64_t H, int64_t Dh, bool accumulate) {
+COPYTASK_INLINE void scores_backward_head(const float* qkv, const float* grad_scores, bool key_major, float* grad_qkv,
+                                          int64_t h, int64_t T, int64_t H, int64_t Dh, bool accumulate) {
   const int64_t D = H * Dh;
-  matmul<Lanes>(Product{scratch.grad_scores, T, 1, qkv + D + h * Dh, 3 * D, nullptr, grad_qkv + h * Dh, 3 * D, T, T, Dh,
-                        accumulate});
-  matmul<Lanes>(Product{scratch.grad_scores, 1, T, qkv + h * Dh, 3 * D, nullptr, grad_qkv + D + h * Dh, 3 * D, T, T, Dh,
-                        accumulate});
+  // d(scores)(i, j) = grad_scores[i by_query + j by_key].
+  const int64_t by_query = key_major ? 1 : T, by_key = key_major ? T : 1;
+  matmul<Lanes>(Product{grad_scores, by_query, by_key, qkv + D + h * Dh, 3 * D, nullptr, grad_qkv + h * Dh, 3 * D, T, T,
+                        Dh, accumulate});
+  matmul<Lanes>(Product{grad_scores, by_key, by_query, qkv + h * Dh, 3 * D, nullptr, grad_qkv + D + h * Dh, 3 * D, T, T,
+                        Dh, accumulate});
 }
 
 // From grad_mixed (T, D, followed by kSlack readable floats): grad_qkv (T, 3D) = the
-// gradient at q | k | v (set, not added); grad_bias (H, T, T), when given, += the gradient at
-// the scores before the scaling, which is the score bias's. scratch:
-// attention_scratch_floats.
+// gradient at q | k | v (set, not added); grad_bias (H, T, T, query-major), when given, +=
+// the gradient at the scores before the scaling, which is the score bias's. weights and
+// dropout key-major, as attention_forward left them; scratch: attention_scratch_floats.
 template <class Lanes>
 COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, bool causal, const float* dropout,
                                         const float* grad_mixed, float* grad_qkv, float* grad_bias, float* scratch,
@@ -818,11 +936,12 @@ COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, 
   const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
     mix_backward_head<Lanes>(qkv, weights, dropout, grad_mixed, grad_qkv, work, h, T, H, Dh);
-    softmax_backward_head(weights + h * T * T, causal, work.grad_weights, work.grad_scores, T);
+    softmax_backward_key_major<Lanes>(weights + h * T * T, causal, dropout ? dropout + h * T * T : nullptr, work.scores,
+                               work.grad_logits, work.grad_scores, scale, T);
     if (grad_bias)
-      for (int64_t e = 0; e < T * T; ++e) grad_bias[h * T * T + e] += work.grad_scores[e];
-    for (int64_t e = 0; e < T * T; ++e) work.grad_scores[e] *= scale;
-    scores_backward_head<Lanes>(qkv, grad_qkv, work, h, T, H, Dh, false);
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j) grad_bias[(h * T + i) * T + j] += work.grad_logits[j * T + i];
+    scores_backward_head<Lanes>(qkv, work.grad_scores, true, grad_qkv, h, T, H, Dh, false);
   }
 }
 
@@ -830,17 +949,21 @@ COPYTASK_INLINE void attention_backward(const float* qkv, const float* weights, 
 // A member with hooks at the scores or softmax site (a content term, the length scale) runs
 // its attention in stages, so that the hooks can read and change the logits between them:
 // scores, then (the hooks), then softmax and the mix; backward the same way back. The same
-// function as attention_forward / attention_backward.
+// function as attention_forward / attention_backward; the hooks see the scores, the logits
+// and their gradients query-major (H, T, T), the weights stay key-major.
 
-// scores (H, T, T) = q_i . k_j / sqrt(Dh) for the seen keys (j <= i when causal), 0 beyond.
+// scores (H, T, T, query-major) = q_i . k_j / sqrt(Dh) for the seen keys (j <= i when
+// causal), 0 beyond.
 template <class Lanes>
 COPYTASK_INLINE void attention_scores(const float* qkv, bool causal, float* scores, float* scratch, int64_t T, int64_t H,
                                       int64_t Dh) {
+  const int64_t D = H * Dh;
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
   const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
     float* s_h = scores + h * T * T;
-    head_scores<Lanes>(qkv, h, s_h, work, T, H, Dh);
+    rows_transposed(qkv + D + h * Dh, 3 * D, work.head_t, T, Dh);  // k^T (Dh, T)
+    matmul<Lanes>(Product{qkv + h * Dh, 3 * D, 1, work.head_t, T, nullptr, s_h, T, T, Dh, T, false});
     for (int64_t i = 0; i < T; ++i) {
       const int64_t seen = causal ? i + 1 : T;
       for (int64_t j = 0; j < seen; ++j) s_h[i * T + j] *= scale;
@@ -849,21 +972,25 @@ COPYTASK_INLINE void attention_scores(const float* qkv, bool causal, float* scor
   }
 }
 
-// weights (H, T, T): the logits in, their softmax over the seen keys out (0 beyond); mixed
-// (T, D) = the weights (times the dropout mask, when given) @ v, head by head.
+// weights (H, T, T): the logits in, query-major; their softmax over the seen keys out,
+// key-major (0 beyond); mixed (T, D) = the weights (times the dropout mask, key-major, when
+// given) @ v, head by head.
 template <class Lanes>
 COPYTASK_INLINE void attention_softmax_mix(const float* qkv, bool causal, const float* dropout, float* weights,
                                            float* mixed, float* scratch, int64_t T, int64_t H, int64_t Dh) {
   const AttentionScratch work(scratch, T, Dh);
   for (int64_t h = 0; h < H; ++h) {
-    logits_shifted(weights + h * T * T, causal, T);
-    softmax_mix_head<Lanes>(qkv, causal, dropout, weights, mixed, work, h, T, H, Dh);
+    float* w_h = weights + h * T * T;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) work.scores[j * T + i] = w_h[i * T + j];  // the logits, key-major
+    auto logit = [&](auto lane, int64_t j, int64_t i0) { return load_vec<decltype(lane)>(work.scores + j * T + i0); };
+    softmax_mix_head<Lanes>(qkv, logit, causal, dropout, w_h, mixed, work, h, T, H, Dh);
   }
 }
 
 // From grad_mixed (T, D): grad_qkv (T, 3D) set, its v part the gradient at v and its q and k
-// parts zero; grad_logits (H, T, T) = the gradient at the softmax's input (0 for unseen
-// keys).
+// parts zero; grad_logits (H, T, T, query-major) = the gradient at the softmax's input (0
+// for unseen keys).
 template <class Lanes>
 COPYTASK_INLINE void attention_softmax_backward(const float* qkv, const float* weights, bool causal,
                                                 const float* dropout, const float* grad_mixed, float* grad_qkv,
@@ -875,12 +1002,16 @@ COPYTASK_INLINE void attention_softmax_backward(const float* qkv, const float* w
     for (int64_t e = 0; e < 2 * D; ++e) grad_qkv[j * 3 * D + e] = 0.0f;
   for (int64_t h = 0; h < H; ++h) {
     mix_backward_head<Lanes>(qkv, weights, dropout, grad_mixed, grad_qkv, work, h, T, H, Dh);
-    softmax_backward_head(weights + h * T * T, causal, work.grad_weights, grad_logits + h * T * T, T);
+    softmax_backward_key_major<Lanes>(weights + h * T * T, causal, dropout ? dropout + h * T * T : nullptr, work.scores,
+                               work.grad_logits, nullptr, 1.0f, T);
+    float* grad_logits_h = grad_logits + h * T * T;
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) grad_logits_h[i * T + j] = work.grad_logits[j * T + i];
   }
 }
 
 // grad_qkv's q and k parts += the gradient through q_i . k_j / sqrt(Dh) of grad_scores
-// (H, T, T; its entries for unseen keys are not read).
+// (H, T, T, query-major; its entries for unseen keys are not read).
 template <class Lanes>
 COPYTASK_INLINE void attention_scores_backward(const float* qkv, bool causal, const float* grad_scores,
                                                float* grad_qkv, float* scratch, int64_t T, int64_t H, int64_t Dh) {
@@ -892,7 +1023,7 @@ COPYTASK_INLINE void attention_scores_backward(const float* qkv, bool causal, co
       for (int64_t j = 0; j < seen; ++j) work.grad_scores[i * T + j] = grad_scores[(h * T + i) * T + j] * scale;
       for (int64_t j = seen; j < T; ++j) work.grad_scores[i * T + j] = 0.0f;
     }
-    scores_backward_head<Lanes>(qkv, grad_qkv, work, h, T, H, Dh, true);
+    scores_backward_head<Lanes>(qkv, work.grad_scores, false, grad_qkv, h, T, H, Dh, true);
   }
 }
 

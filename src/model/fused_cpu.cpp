@@ -119,14 +119,14 @@ class GroupWorkspace {
     block[kBlockRstd1] = {"rstd1", s.T};
     block[kBlockAttnIn] = {"attn_in", TD};
     block[kBlockQkv] = {"qkv", 3 * TD};
-    block[kBlockWeights] = {"weights", HTT};
+    block[kBlockWeights] = {"attention weights, key-major", HTT};
     block[kBlockMixed] = {"mixed", TD};
     block[kBlockNormalized2] = {"normalized2", TD};
     block[kBlockRstd2] = {"rstd2", s.T};
     block[kBlockFfIn] = {"ff_in", TD};
     block[kBlockPreActivation] = {"pre_activation", TF};
     block[kBlockHidden] = {"hidden", TF};
-    block[kBlockWeightsMask] = {"dropout mask of the attention weights", HTT};
+    block[kBlockWeightsMask] = {"dropout mask of the attention weights, key-major", HTT};
     block[kBlockAttentionOutputMask] = {"dropout mask of the attention output", TD};
     block[kBlockHiddenMask] = {"dropout mask of the hidden layer", TF};
     block[kBlockFeedForwardOutputMask] = {"dropout mask of the feed-forward output", TD};
@@ -289,7 +289,9 @@ template <class Lanes>
 inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::generic ? 0 : Lanes::kWidth;
 
 // The group's dropout masks, drawn from the stream where the whole batch's row holds them
-// (eight words at a time in vectors where the variant has AVX2 or AVX-512).
+// (eight words at a time in vectors where the variant has AVX2 or AVX-512). The stream
+// orders the attention weights' mask query-major, as every step draws it; it is kept
+// key-major, as the weights are (cpu_layers.h, Attention).
 template <class Lanes>
 COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const DropoutLayout& layout, const Group& group,
                                 GroupWorkspace& work) {
@@ -301,6 +303,7 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
         c.stream->fill<kDropoutMaskLanes<Lanes>>(c.member, layout.start(l, which, group.first + g),
                                                  layout.example_size(which), a.masks[site]);
       }
+      for (int64_t h = 0; h < s.H; ++h) square_transpose(a.masks[kAttentionWeights] + h * s.T * s.T, s.T);
     }
 }
 
@@ -534,8 +537,11 @@ void example_forward_only(const Shape& s, const MemberConstants& c, const int64_
     const float* out = work.tail().logits;
     std::copy(out, out + s.T * s.V, logits);
     for (size_t l = 0; l < weights.size(); ++l) {
-      const float* w = work.block(static_cast<int64_t>(l)).weights;
-      std::copy(w, w + s.H * s.T * s.T, weights[l]);
+      const float* w = work.block(static_cast<int64_t>(l)).weights;  // key-major
+      float* out = weights[l];                                        // (H, T, T): query-major
+      for (int64_t h = 0; h < s.H; ++h)
+        for (int64_t i = 0; i < s.T; ++i)
+          for (int64_t j = 0; j < s.T; ++j) out[(h * s.T + i) * s.T + j] = w[(h * s.T + j) * s.T + i];
     }
   });
 }
