@@ -537,11 +537,12 @@ void example_forward_only(const Shape& s, const MemberConstants& c, const int64_
     const float* out = work.tail().logits;
     std::copy(out, out + s.T * s.V, logits);
     for (size_t l = 0; l < weights.size(); ++l) {
-      const float* w = work.block(static_cast<int64_t>(l)).weights;  // key-major
-      float* out = weights[l];                                        // (H, T, T): query-major
+      const float* key_major = work.block(static_cast<int64_t>(l)).weights;
+      float* query_major = weights[l];  // (H, T, T), as the attention maps read them
       for (int64_t h = 0; h < s.H; ++h)
         for (int64_t i = 0; i < s.T; ++i)
-          for (int64_t j = 0; j < s.T; ++j) out[(h * s.T + i) * s.T + j] = w[(h * s.T + j) * s.T + i];
+          for (int64_t j = 0; j < s.T; ++j)
+            query_major[(h * s.T + i) * s.T + j] = key_major[(h * s.T + j) * s.T + i];
     }
   });
 }
