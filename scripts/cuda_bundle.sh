@@ -7,6 +7,8 @@
 #   DIR/source/                                the configs, the test fixtures and the files
 #                                              the tests read (README.md, docs/*.md, the
 #                                              experiments' configs, pilots' too)
+#   DIR/build_dir                              BUILD's absolute path (the kernels' line table
+#                                              names their headers under it)
 #   DIR/run copytask|tests ARGS...             runs one of them with the torch installation of
 #                                              `python3` (or $PYTHON) on the library path
 # and checks that, with that library path, every library the binaries load comes from DIR,
@@ -28,6 +30,10 @@ for binary in "$build/copytask" "$build/tests/copytask_tests"; do
   # through the library path that DIR/run sets.
   patchelf --set-rpath '$ORIGIN/../lib' "$dir/bin/$(basename "$binary")"
 done
+# The kernels' line table (-lineinfo) names their headers through the build's layer links
+# (BUILD/layers/<folder>/<folder> -> src/<folder>, CMakeLists.txt), absolute paths of this
+# machine: gpu_run.sh makes the links again there so that ncu finds the kernels' source.
+(cd "$build" && pwd) > "$dir/build_dir"
 cp -r configs "$dir/source/"
 cp -r tests/fixtures "$dir/source/tests/"
 cp README.md "$dir/source/"

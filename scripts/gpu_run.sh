@@ -204,6 +204,16 @@ for name in "${stages[@]}"; do
         # and what the warps wait on; and, the kernels being built with -lineinfo, the warps'
         # stall samples line by line of the body (fused_source.csv).
         if command -v ncu >/dev/null; then
+          # The kernels' line table names the body's headers through the build's layer links,
+          # which a prebuilt bundle's machine lacks: made again where the build had them
+          # (cuda_bundle.sh's build_dir), pointing into this tree's src/, before ncu imports them.
+          if [ -f '$prebuilt/build_dir' ]; then
+            built=\$(cat '$prebuilt/build_dir')
+            for folder in src/*/; do
+              f=\$(basename \$folder)
+              [ -e \$built/layers/\$f/\$f ] || { mkdir -p \$built/layers/\$f && ln -s \$PWD/src/\$f \$built/layers/\$f/\$f; } || true
+            done
+          fi
           ncu --clock-control none -k regex:fused_step_kernel -c 1 --section SpeedOfLight --section Occupancy \\
             --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \\
             --section SourceCounters --import-source yes -f -o /tmp/copytask-fused-ncu \\
@@ -212,6 +222,10 @@ for name in "${stages[@]}"; do
           ncu -i /tmp/copytask-fused-ncu.ncu-rep --page details >> $out/fused_ncu.txt 2>&1 || true
           ncu -i /tmp/copytask-fused-ncu.ncu-rep --page source --csv --print-source cuda > $out/fused_source.csv 2>&1 ||
             echo 'ncu could not print the source page (see fused_source.csv)'
+          # The same samples instruction by instruction (SASS): there whatever the source files,
+          # gzipped (a large kernel's listing).
+          ncu -i /tmp/copytask-fused-ncu.ncu-rep --page source --csv --print-source sass 2>&1 | gzip > $out/fused_sass.csv.gz ||
+            echo 'ncu could not print the SASS page'
           grep -E 'Duration|Throughput|Occupancy|Registers|Shared Memory|Stall|Warp Cycles|Issued' $out/fused_ncu.txt | head -60 || true
         fi" ;;
     fused-study)

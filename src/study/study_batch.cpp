@@ -197,9 +197,10 @@ BatchRecord study_batch_train(const std::vector<StudyMember>& batch, const Batch
   auto on_start = [&](const TrainingStep& step) {
     record.training_step = step.name();
     record.fallback_reason = step.fallback_reason();
-    // Never silently slower: a CPU batch off the fused step says why.
+    // Never silently slower: a batch off its device's fused step says why (the reason names
+    // the step: the fused CPU step or the fused GPU step).
     if (!record.fallback_reason.empty())
-      log_warn("batch {}/{}: training on the autograd step, several times slower than the fused CPU step: {}",
+      log_warn("batch {}/{}: training on the autograd step, several times slower than the fused step: {}",
                    position.index + 1, position.count, record.fallback_reason);
   };
   const TrainOutcome outcome = train_members(model, inputs.data, config.train, on_evaluation, on_step, on_start);
