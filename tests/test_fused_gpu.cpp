@@ -129,7 +129,7 @@ void expect_kernel_equals_autograd(const EncoderShape& shape, int64_t batch, boo
 }
 
 TEST(FusedGpu, EveryKernelSchemeTwoHeadsWithDropoutGivesAutogradsLossAndGradients) {
-  // 70 examples: three partitions (32, 32, 6), tiles cut within them.
+  // 70 examples: 14 partitions of 5 (ThePartitionsCoverTheBatchAndSpreadASmallOne).
   expect_kernel_equals_autograd(test::small_shape(0.1), 70, true);
 }
 
@@ -392,6 +392,24 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   tiles_of_three.shared_bytes = multiprocessor_for(3);
   EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_three).tile_examples(), 3);
   EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
+}
+
+// The partitions (kernels/fused_step.h): consecutive, covering the batch, each at most 32
+// examples and none empty; a batch of up to 512 spread over 9 to 16 of them (all of its
+// examples one each up to 16), a larger one in partitions of 32.
+TEST(FusedGpu, ThePartitionsCoverTheBatchAndSpreadASmallOne) {
+  for (int B = 1; B <= 20000; B += B < 1100 ? 1 : 97) {
+    const int per = kernels::examples_per_partition(B), K = kernels::partition_count(B);
+    ASSERT_GE(per, 1) << B;
+    ASSERT_LE(per, kernels::kExamplesPerPartition) << B;
+    ASSERT_LT((K - 1) * per, B) << B << ": the last partition is empty";
+    ASSERT_GE(K * per, B) << B << ": examples left over";
+    if (B <= 16) ASSERT_EQ(K, B) << B;
+    else if (B <= 16 * kernels::kExamplesPerPartition) ASSERT_TRUE(K >= 9 && K <= 16) << B << ": " << K << " partitions";
+    else ASSERT_EQ(per, kernels::kExamplesPerPartition) << B;
+  }
+  EXPECT_EQ(kernels::partition_count(128), 16);   // the quick recipe's and the copy family's minibatch: 16 of 8
+  EXPECT_EQ(kernels::partition_count(9000), 282);  // the reference study's full batch: 281 of 32 and one of 8
 }
 
 // At the reference shape a tile of 5 examples gives the products 39 to 195 tiles of 4 x 4

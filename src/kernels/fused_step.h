@@ -8,7 +8,7 @@
 // (kernels/fused_step_body.h) both ways.
 //
 // The work: one thread block per (member m, partition k), a partition being
-// kExamplesPerPartition consecutive examples of the batch (the last one fewer), so the
+// examples_per_partition(B) consecutive examples of the batch (the last one fewer), so the
 // partitions depend on B alone. A block runs its examples E at a time (a tile): the tile's
 // activations live in the block's shared memory from the embedding to the loss and back; the
 // member's weights are read from global memory (the L1 and L2 caches hold them); its
@@ -33,7 +33,8 @@
 namespace copytask::kernels {
 
 inline constexpr int kMaxBlocks = 8;              // L: the most blocks the kernel holds parameters for
-inline constexpr int kExamplesPerPartition = 32;  // examples of one thread block (the last partition fewer)
+inline constexpr int kExamplesPerPartition = 32;  // the most examples of one thread block (examples_per_partition)
+inline constexpr int kPartitionsOfASmallBatch = 16;  // a member's blocks where B <= 16 x 32 (examples_per_partition)
 inline constexpr int kFusedStepThreads = 256;     // threads of a block
 // A tile gets at most half of a multiprocessor's shared memory (less the runtime's 1 KB a
 // block), so that two blocks share a multiprocessor and one's barriers overlap the other's work.
@@ -170,8 +171,23 @@ struct FusedStepArgs {
   bool small_items = true;
 };
 
+// A partition's examples (the last partition fewer): B / 16 rounded up, between 1 and 32.
+// A block runs its partition a tile after another, so a block's time grows with its examples:
+// with 32 examples a partition, a minibatch of 128 gave a member 4 blocks, and a wide model
+// (embed 64, a tile of one example) ran 32 tiles in a row on each, a few dozen blocks on
+// 132 multiprocessors; 16 partitions of 8 put four times the blocks to work, each a quarter
+// as long. Past 512 examples partitions stay 32 examples (the reference study's full batch of
+// 9000: 282 a member, as before). B alone decides, so a member alone and in a batch, and on
+// any GPU, sums the same partitions (the numbers depend on them: the order of the sums).
+COPYTASK_HOST_DEVICE inline int examples_per_partition(int B) {
+  const int spread = (B + kPartitionsOfASmallBatch - 1) / kPartitionsOfASmallBatch;
+  return spread < 1 ? 1 : spread > kExamplesPerPartition ? kExamplesPerPartition : spread;
+}
 // The partitions of a batch of B examples.
-COPYTASK_HOST_DEVICE inline int partition_count(int B) { return (B + kExamplesPerPartition - 1) / kExamplesPerPartition; }
+COPYTASK_HOST_DEVICE inline int partition_count(int B) {
+  const int per = examples_per_partition(B);
+  return (B + per - 1) / per;
+}
 
 // A tile of E examples' layout.
 TileLayout tile_layout(const StepShape& s, int E);

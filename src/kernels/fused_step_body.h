@@ -336,8 +336,9 @@ class FusedStepBlock {
     flags_ = a.member_flags[m_];
     grad_ = a.partial + (static_cast<int64_t>(m_) * a.partitions + k_) * a.partial_flat;
     scale_ = 1.0f / sqrt_of(static_cast<float>(s_.Dh));
-    first_ = k_ * kExamplesPerPartition;
-    last_ = min_of(first_ + kExamplesPerPartition, s_.B);
+    const int per_partition = examples_per_partition(s_.B);
+    first_ = k_ * per_partition;
+    last_ = min_of(first_ + per_partition, s_.B);
     step_key_ = a.dropout.step_keys ? static_cast<uint64_t>(a.dropout.step_keys[m_]) : 0;
   }
 
