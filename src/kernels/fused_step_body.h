@@ -66,6 +66,51 @@ COPYTASK_HOST_DEVICE inline float negative_infinity() {
 #endif
 }
 
+// Four floats from a 16-byte aligned address: one 128-bit load on the GPU.
+struct Four {
+  float v[4];
+};
+COPYTASK_HOST_DEVICE inline Four load_four(const float* p) {
+#if defined(__CUDA_ARCH__)
+  const float4 f = *reinterpret_cast<const float4*>(p);
+  return {{f.x, f.y, f.z, f.w}};
+#else
+  Four out;
+  std::memcpy(out.v, p, sizeof out.v);
+  return out;
+#endif
+}
+// The same to a 16-byte aligned address: one 128-bit store on the GPU.
+COPYTASK_HOST_DEVICE inline void store_four(float* p, const Four& f) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<float4*>(p) = make_float4(f.v[0], f.v[1], f.v[2], f.v[3]);
+#else
+  std::memcpy(p, f.v, sizeof f.v);
+#endif
+}
+
+// Columns d0 .. d0 + 3 of a row of n floats, 0 past n: one 128-bit load where the row's
+// fours are aligned (`four`: n a multiple of 4 and the row 16-byte aligned), else a float at
+// a time. Where a phase's items are rows (a layer norm's, the attention's q, k, v and their
+// gradients), a warp's 32 threads read 32 rows at a stride of 20 or 60 floats, all in 8 of
+// shared memory's 32 banks: a float at a time each load takes 4 passes (4-way bank
+// conflicts); four floats at a time the stride spreads a quarter-warp's loads over all 32
+// banks, one pass for each quarter (ncu: 38% of the step's shared-memory passes were
+// conflicts). The same values either way, so the same sums.
+COPYTASK_HOST_DEVICE inline Four row_four(const float* row, int d0, int n, bool four) {
+  if (four) return load_four(row + d0);
+  Four out{};
+  for (int c = 0; c < 4; ++c)
+    if (d0 + c < n) out.v[c] = row[d0 + c];
+  return out;
+}
+// Columns d0 .. d0 + 3 (those below n) of a row stored, the same way.
+COPYTASK_HOST_DEVICE inline void row_store_four(float* row, int d0, int n, const Four& f, bool four) {
+  if (four) return store_four(row + d0, f);
+  for (int c = 0; c < 4; ++c)
+    if (d0 + c < n) row[d0 + c] = f.v[c];
+}
+
 // The columns of a head that a sum over keys or queries holds in registers at once: the
 // attention's sums run over j (or i) for kHeadColumns columns d0 .. d0 + 3 of the head, each
 // column's sum in order from 0, so each is the sum it was, and none is read back from shared
@@ -95,31 +140,38 @@ COPYTASK_HOST_DEVICE inline float exp_shifted_in_place(float* p, int n, float sh
 // dot[c] = x . row j0 + c (rows[(j0 + c) row_stride + d], d < width, summed over d in order
 // from 0) for the four rows j0 .. j0 + 3 below n, side by side (the attention's q . k_j and
 // g_i . v_j); dot[c] is 0 for a row past n.
+// `four`: x and the rows read four floats a load (row_four), the same terms in the same order.
 COPYTASK_HOST_DEVICE inline void four_row_dots(const float* x, const float* rows, int row_stride, int j0, int n,
-                                               int width, float (&dot)[kHeadColumns]) {
+                                               int width, bool four, float (&dot)[kHeadColumns]) {
   for (int c = 0; c < kHeadColumns; ++c) dot[c] = 0.0f;
-  for (int d = 0; d < width; ++d) {
-    const float x_d = x[d];
+  for (int d0 = 0; d0 < width; d0 += 4) {
+    const Four xs = row_four(x, d0, width, four);
+    Four row[kHeadColumns];
     for (int c = 0; c < kHeadColumns; ++c)
-      if (j0 + c < n) dot[c] = fma_of(x_d, rows[(j0 + c) * row_stride + d], dot[c]);
+      row[c] = j0 + c < n ? row_four(rows + (j0 + c) * row_stride, d0, width, four) : Four{};
+    for (int dd = 0; dd < 4; ++dd)
+      if (d0 + dd < width)
+        for (int c = 0; c < kHeadColumns; ++c)
+          if (j0 + c < n) dot[c] = fma_of(xs.v[dd], row[c].v[dd], dot[c]);
   }
 }
 // out[d] = the sum over j < n, in order from 0, of coefficient(j) * rows[j row_stride + d],
 // for d < width, four columns at a time in registers (the attention's weights @ v and
 // d(logits) @ k).
+// `four`: the rows read and out written four floats at a time (row_four).
 template <class Coefficient>
 COPYTASK_HOST_DEVICE inline void weighted_rows_sum(int n, const Coefficient& coefficient, const float* rows,
-                                                   int row_stride, int width, float* out) {
+                                                   int row_stride, int width, bool four, float* out) {
+  static_assert(kHeadColumns == 4, "a head's four columns are one Four");
   for (int d0 = 0; d0 < width; d0 += kHeadColumns) {
-    float acc[kHeadColumns] = {};
+    Four acc{};
     for (int j = 0; j < n; ++j) {
       const float a = coefficient(j);
-      const float* row = rows + j * row_stride + d0;
+      const Four row = row_four(rows + j * row_stride, d0, width, four);
       for (int c = 0; c < kHeadColumns; ++c)
-        if (d0 + c < width) acc[c] = fma_of(a, row[c], acc[c]);
+        if (d0 + c < width) acc.v[c] = fma_of(a, row.v[c], acc.v[c]);
     }
-    for (int c = 0; c < kHeadColumns; ++c)
-      if (d0 + c < width) out[d0 + c] = acc[c];
+    row_store_four(out, d0, width, acc, four);
   }
 }
 // p[0 .. n-1] *= factor in place, four loaded before any is stored.
@@ -201,20 +253,6 @@ COPYTASK_HOST_DEVICE inline void with_tile_rows(int rows, const Phase& phase) {
   else phase(TileRows<1>{});
 }
 
-// Four floats from a 16-byte aligned address: one 128-bit load on the GPU.
-struct Four {
-  float v[4];
-};
-COPYTASK_HOST_DEVICE inline Four load_four(const float* p) {
-#if defined(__CUDA_ARCH__)
-  const float4 f = *reinterpret_cast<const float4*>(p);
-  return {{f.x, f.y, f.z, f.w}};
-#else
-  Four out;
-  std::memcpy(out.v, p, sizeof out.v);
-  return out;
-#endif
-}
 COPYTASK_HOST_DEVICE inline bool aligned_four(const float* p, int stride) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0 && stride % 4 == 0;
 }
@@ -294,24 +332,41 @@ COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const 
     for (int i = 0; i < TR; ++i)
       for (int j = 0; j < kProductTile; ++j) acc[i][j] = fma_of(a[i], b[j], acc[i][j]);
   }
-  for (int i = 0; i < TR; ++i)
-    for (int j = 0; j < kProductTile; ++j)
-      if (r0 + i < p.rows && o0 + j < p.O) out.finish(r0 + i, o0 + j, acc[i][j]);
+  // A row's four outputs in one go where the output's rows allow it (out.fours(): one
+  // 128-bit store each part, where four floats a thread at the tiles' stride of 4 fell in a
+  // quarter of shared memory's banks, 4-way conflicts); the same values either way.
+  for (int i = 0; i < TR; ++i) {
+    if (r0 + i >= p.rows) continue;
+    if (o0 + kProductTile <= p.O && out.fours()) {
+      out.finish_four(r0 + i, o0, Four{{acc[i][0], acc[i][1], acc[i][2], acc[i][3]}});
+    } else {
+      for (int j = 0; j < kProductTile; ++j)
+        if (o0 + j < p.O) out.finish(r0 + i, o0 + j, acc[i][j]);
+    }
+  }
 }
 
-// Outputs: C = the sums (from 0 or the bias), C += them (from C's values).
+// Outputs: C = the sums (from 0 or the bias), C += them (from C's values). An output gives
+// start(r, o), finish(r, o, v), and finish_four(r, o0, v) for o0 .. o0 + 3 where fours()
+// (its rows 16-byte aligned four columns at a time).
 struct StoreOut {
   float* c;
   int c_row;
-  const float* bias;  // (O) or null
+  const float* bias;   // (O) or null
+  bool four = false;   // c's rows and c_row on 16 bytes
   COPYTASK_HOST_DEVICE float start(int, int o) const { return bias ? bias[o] : 0.0f; }
   COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const { c[r * c_row + o] = v; }
+  COPYTASK_HOST_DEVICE bool fours() const { return four; }
+  COPYTASK_HOST_DEVICE void finish_four(int r, int o0, const Four& v) const { store_four(c + r * c_row + o0, v); }
 };
+// (In global memory, a weight's gradient: its slice of `partial` is not 16-byte aligned.)
 struct AccumulateOut {
   float* c;
   int c_row;
   COPYTASK_HOST_DEVICE float start(int r, int o) const { return c[r * c_row + o]; }
   COPYTASK_HOST_DEVICE void finish(int r, int o, float v) const { c[r * c_row + o] = v; }
+  COPYTASK_HOST_DEVICE bool fours() const { return false; }
+  COPYTASK_HOST_DEVICE void finish_four(int, int, const Four&) const {}
 };
 
 // One phase of a product's tiles: C = A @ B through `out`.
@@ -340,6 +395,10 @@ class FusedStepBlock {
     first_ = k_ * per_partition;
     last_ = min_of(first_ + per_partition, s_.B);
     step_key_ = a.dropout.step_keys ? static_cast<uint64_t>(a.dropout.step_keys[m_]) : 0;
+    // Every row of the tile's parts (D, 3D wide) and every head's columns (Dh at h Dh) start
+    // on 16 bytes when D and Dh are multiples of 4: the parts do (fused_step_layout.cpp).
+    rows_four_ = a.vector_loads && s_.D % 4 == 0 && s_.Dh % 4 == 0;
+    hidden_four_ = a.vector_loads && s_.F % 4 == 0;  // the hidden layer's rows (pre, grad_wide's F wide)
   }
 
   // The whole partition: its gradient zeroed, then tile after tile; its loss summed.
@@ -471,30 +530,41 @@ class FusedStepBlock {
     const int D = s_.D;
     const float* w = value(p.weight, D);
     const float* bias = value(p.bias, D);
+    const bool four = rows_four_;
     block_items(threads_, rows_, [&](int r) {
       const float* x_r = x + r * D;
       float sum = 0;
-      for (int d = 0; d < D; ++d) sum += x_r[d];
+      for (int d0 = 0; d0 < D; d0 += 4) {
+        const Four xs = row_four(x_r, d0, D, four);
+        for (int c = 0; c < 4; ++c)
+          if (d0 + c < D) sum += xs.v[c];
+      }
       const float mean = sum / static_cast<float>(D);
       float squares = 0;
-      for (int d = 0; d < D; ++d) squares = fma_of(x_r[d] - mean, x_r[d] - mean, squares);
+      for (int d0 = 0; d0 < D; d0 += 4) {
+        const Four xs = row_four(x_r, d0, D, four);
+        for (int c = 0; c < 4; ++c)
+          if (d0 + c < D) squares = fma_of(xs.v[c] - mean, xs.v[c] - mean, squares);
+      }
       const float inverse = 1.0f / sqrt_of(squares / static_cast<float>(D) + 1e-5f);
       rstd[r] = inverse;
       // Four columns' operands loaded before their results are stored (kHeadColumns, above).
       for (int d0 = 0; d0 < D; d0 += kHeadColumns) {
-        float xs[kHeadColumns] = {}, ws[kHeadColumns] = {}, bs[kHeadColumns] = {};
+        const Four xs = row_four(x_r, d0, D, four);
+        float ws[kHeadColumns] = {}, bs[kHeadColumns] = {};
         for (int c = 0; c < kHeadColumns; ++c)
           if (d0 + c < D) {
-            xs[c] = x_r[d0 + c];
             ws[c] = w[d0 + c];
             bs[c] = bias[d0 + c];
           }
+        Four n{}, o{};
         for (int c = 0; c < kHeadColumns; ++c)
           if (d0 + c < D) {
-            const float n = (xs[c] - mean) * inverse;
-            normalized[r * D + d0 + c] = n;
-            out[r * D + d0 + c] = fma_of(n, ws[c], bs[c]);
+            n.v[c] = (xs.v[c] - mean) * inverse;
+            o.v[c] = fma_of(n.v[c], ws[c], bs[c]);
           }
+        row_store_four(normalized + r * D, d0, D, n, four);
+        row_store_four(out + r * D, d0, D, o, four);
       }
     });
   }
@@ -517,33 +587,37 @@ class FusedStepBlock {
     float* gx = sm(l_.grad_x);
     float* w_grad = grad(p.weight);
     float* b_grad = grad(p.bias);
+    const bool four = rows_four_;
     block_items3(
         threads_, rows_,
         [&](int r) {
           const float* g = grad_out + r * D;
           const float* n = normalized + r * D;
           float sum_g = 0, sum_gn = 0;  // of d(normalized) = g * w, and of it times normalized
-          for (int d = 0; d < D; ++d) {
-            const float gn = g[d] * w[d];
-            sum_g += gn;
-            sum_gn = fma_of(gn, n[d], sum_gn);
+          for (int d0 = 0; d0 < D; d0 += 4) {
+            const Four gos = row_four(g, d0, D, four), ns = row_four(n, d0, D, four);
+            for (int c = 0; c < 4; ++c)
+              if (d0 + c < D) {
+                const float gn = gos.v[c] * w[d0 + c];
+                sum_g += gn;
+                sum_gn = fma_of(gn, ns.v[c], sum_gn);
+              }
           }
           const float mean_g = sum_g / static_cast<float>(D), mean_gn = sum_gn / static_cast<float>(D);
           const float rstd_r = rstd[r];
           for (int d0 = 0; d0 < D; d0 += kHeadColumns) {  // loads before stores, as in the forward
-            float gos[kHeadColumns] = {}, ws[kHeadColumns] = {}, ns[kHeadColumns] = {}, before[kHeadColumns] = {};
+            const Four gos = row_four(g, d0, D, four), ns = row_four(n, d0, D, four);
+            const Four before = accumulate ? row_four(gx + r * D, d0, D, four) : Four{};
+            float ws[kHeadColumns] = {};
+            for (int c = 0; c < kHeadColumns; ++c)
+              if (d0 + c < D) ws[c] = w[d0 + c];
+            Four out{};
             for (int c = 0; c < kHeadColumns; ++c)
               if (d0 + c < D) {
-                gos[c] = g[d0 + c];
-                ws[c] = w[d0 + c];
-                ns[c] = n[d0 + c];
-                before[c] = accumulate ? gx[r * D + d0 + c] : 0.0f;
+                const float v = rstd_r * (gos.v[c] * ws[c] - mean_g - ns.v[c] * mean_gn);
+                out.v[c] = accumulate ? before.v[c] + v : v;
               }
-            for (int c = 0; c < kHeadColumns; ++c)
-              if (d0 + c < D) {
-                const float v = rstd_r * (gos[c] * ws[c] - mean_g - ns[c] * mean_gn);
-                gx[r * D + d0 + c] = accumulate ? before[c] + v : v;
-              }
+            row_store_four(gx + r * D, d0, D, out, four);
           }
           row_done(r);
         },
@@ -677,7 +751,7 @@ class FusedStepBlock {
       const float* keys = qkv + e * T * 3 * D + D + h * Dh;  // row j: k_j of the head
       for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
         float dot[kHeadColumns];
-        four_row_dots(q, keys, 3 * D, j0, seen, Dh, dot);
+        four_row_dots(q, keys, 3 * D, j0, seen, Dh, rows_four_, dot);
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
             float logit = dot[c] * scale_;
@@ -694,7 +768,7 @@ class FusedStepBlock {
       float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
       for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
       const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j of the head
-      weighted_rows_sum(seen, [&](int j) { return kept[j]; }, values, 3 * D, Dh, mixed + qr * D + h * Dh);
+      weighted_rows_sum(seen, [&](int j) { return kept[j]; }, values, 3 * D, Dh, rows_four_, mixed + qr * D + h * Dh);
     });
   }
 
@@ -724,7 +798,7 @@ class FusedStepBlock {
       const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j
       for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
         float dot[kHeadColumns];
-        four_row_dots(g_i, values, 3 * D, j0, seen, Dh, dot);
+        four_row_dots(g_i, values, 3 * D, j0, seen, Dh, rows_four_, dot);
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
             const float dropped = dot[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);
@@ -746,7 +820,8 @@ class FusedStepBlock {
           }
       }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
-      weighted_rows_sum(seen, [&](int j) { return gl[j] * scale_; }, keys, 3 * D, Dh, gq + qr * 3 * D + h * Dh);
+      weighted_rows_sum(seen, [&](int j) { return gl[j] * scale_; }, keys, 3 * D, Dh, rows_four_,
+                        gq + qr * 3 * D + h * Dh);
     });
     float* bias_grad = table_grad(kLearnsScoreBias, a_.tables.score_bias_grad, l);
     block_items2(
@@ -757,23 +832,20 @@ class FusedStepBlock {
           float* dk = gq + kr * 3 * D + D + h * Dh;
           float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
           for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
-            float dk_acc[kHeadColumns] = {}, dv_acc[kHeadColumns] = {};
+            Four dk_acc{}, dv_acc{};
             for (int i = is_causal ? j : 0; i < T; ++i) {
-              const float* q = qkv + (e * T + i) * 3 * D + h * Dh + d0;
-              const float* g_i = g + (e * T + i) * D + h * Dh + d0;
+              const Four q = row_four(qkv + (e * T + i) * 3 * D + h * Dh, d0, Dh, rows_four_);
+              const Four g_i = row_four(g + (e * T + i) * D + h * Dh, d0, Dh, rows_four_);
               const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
               const float kept = weights[((e * H + h) * T + i) * T + j];  // times its mask (phase 1)
               for (int c = 0; c < kHeadColumns; ++c)
                 if (d0 + c < Dh) {
-                  dk_acc[c] = fma_of(scaled, q[c], dk_acc[c]);
-                  dv_acc[c] = fma_of(kept, g_i[c], dv_acc[c]);
+                  dk_acc.v[c] = fma_of(scaled, q.v[c], dk_acc.v[c]);
+                  dv_acc.v[c] = fma_of(kept, g_i.v[c], dv_acc.v[c]);
                 }
             }
-            for (int c = 0; c < kHeadColumns; ++c)
-              if (d0 + c < Dh) {
-                dk[d0 + c] = dk_acc[c];
-                dv[d0 + c] = dv_acc[c];
-              }
+            row_store_four(dk, d0, Dh, dk_acc, rows_four_);
+            row_store_four(dv, d0, Dh, dv_acc, rows_four_);
           }
         },
         bias_grad ? H * s_.P : 0,
@@ -801,7 +873,7 @@ class FusedStepBlock {
     layernorm_forward(x, p.ln1, block_part(l_.n1, l), block_part(l_.rstd1, l), act);
     {
       const Product qkv = forward_product(act, p.qkv, D, 3 * D);
-      const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr};
+      const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr, rows_four_};
       product_phase(threads_, qkv, out, a_.vector_loads, a_.small_items);
     }
     if (a_.tables.pair_cos) rotation_forward(l);
@@ -844,7 +916,7 @@ class FusedStepBlock {
         });
     linear_backward(act, ga, p.fc2, F, D, ReluBackOut{this, l, wide, pre});  // wide = d(pre)
     block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), act); });
-    linear_backward(act, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr});
+    linear_backward(act, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr, rows_four_});
     // ln2's backward, with in the same phase: each row's gradient at the attention's output
     // through its dropout once the row is whole, and ln1's output made again (for qkv's weight
     // gradient below; act is free once fc1's backward has read it, and nothing until then
@@ -856,10 +928,10 @@ class FusedStepBlock {
         },
         rows_ * D, [&](int i) { layernorm_output_item(i, p.ln1, block_part(l_.n1, l), act); });
     // Attention.
-    linear_backward(block_part(l_.mixed, l), ga, p.proj, D, D, StoreOut{narrow, D, nullptr});
+    linear_backward(block_part(l_.mixed, l), ga, p.proj, D, D, StoreOut{narrow, D, nullptr, rows_four_});
     attention_backward(l);
     if (a_.tables.pair_cos) rotation_backward(l);
-    linear_backward(act, wide, p.qkv, D, 3 * D, StoreOut{narrow, D, nullptr});
+    linear_backward(act, wide, p.qkv, D, 3 * D, StoreOut{narrow, D, nullptr, rows_four_});
     layernorm_backward(p.ln1, block_part(l_.n1, l), block_part(l_.rstd1, l), narrow, /*accumulate=*/true);
   }
 
@@ -870,7 +942,8 @@ class FusedStepBlock {
     product_phase(threads_, head, out, a_.vector_loads, a_.small_items);
   }
   COPYTASK_HOST_DEVICE void head_backward() {
-    linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V, StoreOut{sm(l_.grad_narrow), s_.D, nullptr});
+    linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V,
+                    StoreOut{sm(l_.grad_narrow), s_.D, nullptr, rows_four_});
   }
   // Items: rows. Each row's cross-entropy of its target kept, its logits turned into
   // d(loss)/d(logits) for the member's mean loss; then the rows' losses added to the
@@ -919,6 +992,13 @@ class FusedStepBlock {
       const int D = block->s_.D;
       x[r * D + o] += v * block->row_mask(l, site, r, o, D);
     }
+    COPYTASK_HOST_DEVICE bool fours() const { return block->rows_four_; }
+    COPYTASK_HOST_DEVICE void finish_four(int r, int o0, const Four& v) const {
+      const int D = block->s_.D;
+      Four row = load_four(x + r * D + o0);
+      for (int c = 0; c < 4; ++c) row.v[c] += v.v[c] * block->row_mask(l, site, r, o0 + c, D);
+      store_four(x + r * D + o0, row);
+    }
   };
   // pre = sum + bias; hidden = relu(pre) * the hidden layer's mask.
   struct ReluOut {
@@ -933,6 +1013,14 @@ class FusedStepBlock {
       pre[r * F + o] = v;
       hidden[r * F + o] = (v > 0.0f ? v : 0.0f) * block->row_mask(l, 2, r, o, F);
     }
+    COPYTASK_HOST_DEVICE bool fours() const { return block->hidden_four_; }
+    COPYTASK_HOST_DEVICE void finish_four(int r, int o0, const Four& v) const {
+      const int F = block->s_.F;
+      Four h;
+      for (int c = 0; c < 4; ++c) h.v[c] = (v.v[c] > 0.0f ? v.v[c] : 0.0f) * block->row_mask(l, 2, r, o0 + c, F);
+      store_four(pre + r * F + o0, v);
+      store_four(hidden + r * F + o0, h);
+    }
   };
   // d(pre) = the sum (the gradient at the hidden layer) through the mask and the ReLU.
   struct ReluBackOut {
@@ -945,6 +1033,14 @@ class FusedStepBlock {
       const int F = block->s_.F;
       c[r * F + o] = (pre[r * F + o] > 0.0f ? v : 0.0f) * block->row_mask(l, 2, r, o, F);
     }
+    COPYTASK_HOST_DEVICE bool fours() const { return block->hidden_four_; }
+    COPYTASK_HOST_DEVICE void finish_four(int r, int o0, const Four& v) const {
+      const int F = block->s_.F;
+      const Four before = load_four(pre + r * F + o0);
+      Four out;
+      for (int k = 0; k < 4; ++k) out.v[k] = (before.v[k] > 0.0f ? v.v[k] : 0.0f) * block->row_mask(l, 2, r, o0 + k, F);
+      store_four(c + r * F + o0, out);
+    }
   };
 
   const FusedStepArgs& a_;
@@ -956,6 +1052,8 @@ class FusedStepBlock {
   uint8_t flags_ = 0;
   float* grad_ = nullptr;  // the block's slice of partial (flat)
   float scale_ = 1.0f;     // 1 / sqrt(Dh)
+  bool rows_four_ = false;    // rows and head columns read and written four floats at a time (row_four)
+  bool hidden_four_ = false;  // the same for the hidden layer's rows
   int first_ = 0, last_ = 0;          // the partition's examples
   int tile_first_ = 0, n_ = 0, rows_ = 0;  // the tile's first example, examples and rows
   uint64_t step_key_ = 0;
