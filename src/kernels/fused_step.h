@@ -69,6 +69,13 @@ struct TileLayout {
   int act = 0;              // a layer norm's output or the hidden layer, made again for a backward (R, max(D, F))
   int row_loss = 0;         // each row's cross-entropy (R)
   int tokens = 0, targets = 0, positions = 0;  // int32 (R) each
+  // The tile's dropout masks, a bit an element, drawn once in the tile's first phase (every
+  // mask is read two or three times, and a word of the stream gives four elements): uint32
+  // words (L, E, W), an example's W words the four sites' of a block one after another,
+  // site s's from mask_site_word[s] (kernels/fused_step_body.h, mask).
+  int masks = 0;
+  int mask_site_word[4] = {0, 0, 0, 0};
+  int mask_words = 0;       // W
   int floats = 0;           // the whole tile
 };
 

@@ -442,13 +442,37 @@ class FusedStepBlock {
   // Row r's example in the batch and its position in the example.
   COPYTASK_HOST_DEVICE int example_of(int r) const { return tile_first_ + r / s_.T; }
 
-  // The dropout mask of element `local` of row r's example at a site of block l (1 when the
-  // step has no dropout).
+  // The dropout mask of element `local` of the batch's example `example` (one of the tile's)
+  // at a site of block l: its bit, drawn in the tile's first phase (draw_mask_word); 1 when
+  // the step has no dropout.
   COPYTASK_HOST_DEVICE float mask(int l, int site, int example, int local) const {
     if (!a_.dropout.step_keys) return 1.0f;
+    const uint32_t word = mask_word(l, example - tile_first_, l_.mask_site_word[site] + (local >> 5));
+    return (word >> (local & 31)) & 1u ? a_.dropout.kept_value : 0.0f;
+  }
+  COPYTASK_HOST_DEVICE uint32_t& mask_word(int l, int e, int w) const {
+    return reinterpret_cast<uint32_t*>(smem_ + l_.masks)[(l * l_.E + e) * l_.mask_words + w];
+  }
+  // Word w of the tile's example e at block l: the masks of its 32 elements from the step's
+  // stream (kernels/dropout_bits.h: element i decides by 16 bits of the stream's word i / 4,
+  // kept where they reach the threshold), each word of the stream mixed once.
+  COPYTASK_HOST_DEVICE void draw_mask_word(int l, int e, int w) const {
     const DropoutArgs& d = a_.dropout;
-    const int64_t e = l * d.block_floats + d.site_start[site] + example * d.example_floats[site] + local;
-    return dropout_mask_of(step_key_, e, d.threshold, d.kept_value);
+    int site = 3;
+    while (w < l_.mask_site_word[site]) --site;
+    const int64_t local0 = static_cast<int64_t>(w - l_.mask_site_word[site]) * 32;
+    const int64_t first = l * d.block_floats + d.site_start[site] + (tile_first_ + e) * d.example_floats[site] + local0;
+    uint32_t bits = 0;
+    uint64_t stream_word = 0, stream_bits = 0;
+    for (int b = 0; b < 32 && local0 + b < d.example_floats[site]; ++b) {
+      const int64_t element = first + b;
+      if (b == 0 || static_cast<uint64_t>(element >> 2) != stream_word) {
+        stream_word = static_cast<uint64_t>(element >> 2);
+        stream_bits = dropout_word_bits(step_key_, stream_word);
+      }
+      if (dropout_mask_from_bits(stream_bits >> (16 * (element & 3)), d.threshold, 1.0f) != 0.0f) bits |= 1u << b;
+    }
+    mask_word(l, e, w) = bits;
   }
   // The mask of a (T, width) site at row r, column c.
   COPYTASK_HOST_DEVICE float row_mask(int l, int site, int r, int c, int width) const {
@@ -467,13 +491,15 @@ class FusedStepBlock {
                         : static_cast<int>(t);
   }
   // The tile's tokens, targets and positions into shared memory for the later phases, and in
-  // the same phase the embedding, which reads them from the batch.
+  // the same phase the embedding, which reads them from the batch, and the tile's dropout
+  // masks.
   COPYTASK_HOST_DEVICE void tile_load() {
     const int D = s_.D;
     const float* tok = value(a_.parameters.tok_emb, static_cast<int64_t>(s_.V) * D);
     const float* rows = a_.tables.embedding_rows ? a_.tables.embedding_rows + static_cast<int64_t>(m_) * s_.P * D : nullptr;
     float* x = sm(l_.x);
-    block_items2(
+    const int W = l_.mask_words;
+    block_items3(
         threads_, rows_,
         [&](int r) {
           const int64_t b = example_of(r), t = r % s_.T;
@@ -489,7 +515,8 @@ class FusedStepBlock {
           float v = tok[token_in_batch(r) * D + d];
           if (rows) v += rows[position_in_batch(r) * D + d];
           x[i] = v;
-        });
+        },
+        a_.dropout.step_keys ? s_.L * n_ * W : 0, [&](int i) { draw_mask_word(i / (n_ * W), i / W % n_, i % W); });
   }
 
   // ---- Embedding ------------------------------------------------------------------------

@@ -47,6 +47,15 @@ TileLayout tile_layout(const StepShape& s, int E) {
   l.tokens = part(R);
   l.targets = part(R);
   l.positions = part(R);
+  // An example's mask elements at each site of a block (model/dropout_sites.h's order):
+  // the attention weights (H, T, T), its output (T, D), the hidden layer (T, F), the
+  // feed-forward's output (T, D); 32 a word.
+  const int site_floats[4] = {s.H * s.T * s.T, s.T * s.D, s.T * s.F, s.T * s.D};
+  for (int site = 0; site < 4; ++site) {
+    l.mask_site_word[site] = l.mask_words;
+    l.mask_words += (site_floats[site] + 31) / 32;
+  }
+  l.masks = part(s.L * E * l.mask_words);
   l.floats = at;
   return l;
 }
