@@ -394,6 +394,37 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
 }
 
+// The kernels' division by a multiply and a shift (kernels/divisor.h): n / d and n % d for
+// every index below 20000 and every divisor below 3000, and near the top of the range
+// (n up to 2^31 - 1) for divisors up to 2^31 - 1, powers of two and their neighbours among them.
+TEST(Kernels, TheDivisorGivesEveryQuotientAndRemainder) {
+  for (int d = 1; d < 3000; ++d) {
+    const kernels::Divisor by = kernels::divisor_of(d);
+    for (int n = 0; n < 20000; ++n)
+      if (by.div(n) != n / d || by.mod(n) != n % d) FAIL() << n << " / " << d << ": " << by.div(n);
+  }
+  std::vector<int> divisors;
+  for (int k = 0; k < 31; ++k)
+    for (int64_t d : {(int64_t{1} << k) - 1, int64_t{1} << k, (int64_t{1} << k) + 1})
+      if (d >= 1 && d < (int64_t{1} << 31)) divisors.push_back(static_cast<int>(d));
+  uint64_t state = 7;
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    divisors.push_back(static_cast<int>(1 + (state >> 34)));  // 1 .. 2^30
+  }
+  divisors.push_back(2147483647);
+  for (int d : divisors) {
+    const kernels::Divisor by = kernels::divisor_of(d);
+    const int64_t top = 2147483647, D = d;
+    for (int64_t n : {int64_t{0}, D - 1, D, D + 1, 2 * D - 1, top - 1, top, top - D, top / D * D, top / D * D - 1}) {
+      if (n < 0 || n > top) continue;
+      const int v = static_cast<int>(n);
+      ASSERT_EQ(by.div(v), v / d) << v << " / " << d;
+      ASSERT_EQ(by.mod(v), v % d) << v << " % " << d;
+    }
+  }
+}
+
 // The partitions (kernels/fused_step.h): consecutive, covering the batch, each at most 32
 // examples and none empty; a batch of up to 512 spread over 9 to 16 of them (all of its
 // examples one each up to 16), a larger one in partitions of 32.

@@ -28,6 +28,7 @@
 // R = E T rows a tile.
 #include <cstdint>
 
+#include "kernels/divisor.h"
 #include "util/host_device.h"
 
 namespace copytask::kernels {
@@ -77,6 +78,16 @@ struct TileLayout {
   int mask_site_word[4] = {0, 0, 0, 0};
   int mask_words = 0;       // W
   int floats = 0;           // the whole tile
+};
+
+inline constexpr int kProductTile = 4;  // a product's tile: its columns, and its rows at most
+
+// The shape's numbers the items divide their indices by (kernels/divisor.h), made once on
+// the host (step_divisors): T, D, F, H, a head's pairs (Dh / 2), and a product's column
+// tiles (its outputs O / 4, rounded up) for the four widths a product has, D, 3D, F and V.
+struct StepDivisors {
+  Divisor T, D, F, H, pairs;
+  Divisor tiles_of_D, tiles_of_3D, tiles_of_F, tiles_of_V;
 };
 
 // Member 0's values of a parameter (member m's at value + m * its floats) and where its
@@ -170,6 +181,7 @@ struct FusedStepArgs {
   float* grads = nullptr;
   float* member_loss = nullptr;
   TileLayout tile;
+  StepDivisors divisors;  // step_divisors(s)
   // The products' operands four floats a load where a whole tile's are aligned (the same sums
   // in the same order either way); false: every operand a float at a time (a test's check).
   bool vector_loads = true;
@@ -198,6 +210,14 @@ COPYTASK_HOST_DEVICE inline int partition_count(int B) {
 
 // A tile of E examples' layout.
 TileLayout tile_layout(const StepShape& s, int E);
+// The shape's divisors (StepDivisors).
+StepDivisors step_divisors(const StepShape& s);
+// Whether args.divisors are args.s's: the body divides by them unchecked, so the launch and
+// the emulation refuse arguments without them.
+inline bool fused_step_divisors_match(const FusedStepArgs& args) {
+  const StepDivisors& v = args.divisors;
+  return v.T.d == args.s.T && v.D.d == args.s.D && v.F.d == args.s.F && v.H.d == args.s.H;
+}
 // The most examples a tile can hold when a multiprocessor has `multiprocessor_bytes` of
 // shared memory: kBlocksPerMultiprocessor blocks' tiles, each with the runtime's reserve, at
 // most kExamplesPerPartition examples; a shape too large for that gets one block's worth (one

@@ -218,7 +218,6 @@ struct Product {
   int b_red, b_col;
   int rows, K, O;
 };
-inline constexpr int kProductTile = 4;  // a tile's columns, and its rows at most
 
 // The rows of a tile for a phase whose items, with tiles of TR rows, number items(TR), on
 // `threads` threads: a thread runs its items one after another, so a phase lasts about its
@@ -279,10 +278,13 @@ COPYTASK_HOST_DEVICE inline ProductLoads product_loads(const Product& p, int r0,
   return ProductLoads::scalar;
 }
 
+// tiles: the column tiles' divisor (StepDivisors; another value: the index divided by /).
 template <int TR, class Out>
-COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out, bool vector_loads = true) {
+COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const Out& out, const Divisor& tiles,
+                                              bool vector_loads = true) {
   const int column_tiles = (p.O + kProductTile - 1) / kProductTile;
-  const int r0 = item / column_tiles * TR, o0 = item % column_tiles * kProductTile;
+  const int row_tile = tiles.d == column_tiles ? tiles.div(item) : item / column_tiles;
+  const int r0 = row_tile * TR, o0 = (item - row_tile * column_tiles) * kProductTile;
   // Rows and columns past the end read the last one's (in bounds) and are never stored.
   int a_at[TR], b_at[kProductTile];
   float acc[TR][kProductTile];
@@ -371,12 +373,12 @@ struct AccumulateOut {
 
 // One phase of a product's tiles: C = A @ B through `out`.
 template <class Threads, class Out>
-COPYTASK_HOST_DEVICE inline void product_phase(Threads& threads, const Product& p, const Out& out, bool vector_loads,
-                                               bool small_items) {
+COPYTASK_HOST_DEVICE inline void product_phase(Threads& threads, const Product& p, const Out& out, const Divisor& tiles,
+                                               bool vector_loads, bool small_items) {
   const int tile_rows = product_tile_rows(threads.count(), small_items, [&](int TR) { return product_items_of(p, TR); });
   with_tile_rows(tile_rows, [&](auto rows) {
     constexpr int TR = decltype(rows)::value;
-    block_items(threads, product_items_of(p, TR), [&](int i) { product_item<TR>(p, i, out, vector_loads); });
+    block_items(threads, product_items_of(p, TR), [&](int i) { product_item<TR>(p, i, out, tiles, vector_loads); });
   });
 }
 
@@ -440,7 +442,8 @@ class FusedStepBlock {
   }
   COPYTASK_HOST_DEVICE int position(int r) const { return ints(l_.positions)[r]; }
   // Row r's example in the batch and its position in the example.
-  COPYTASK_HOST_DEVICE int example_of(int r) const { return tile_first_ + r / s_.T; }
+  COPYTASK_HOST_DEVICE int example_of(int r) const { return tile_first_ + a_.divisors.T.div(r); }
+  COPYTASK_HOST_DEVICE int position_in_example(int r) const { return a_.divisors.T.mod(r); }
 
   // The dropout mask of element `local` of the batch's example `example` (one of the tile's)
   // at a site of block l: its bit, drawn in the tile's first phase (draw_mask_word); 1 when
@@ -476,17 +479,17 @@ class FusedStepBlock {
   }
   // The mask of a (T, width) site at row r, column c.
   COPYTASK_HOST_DEVICE float row_mask(int l, int site, int r, int c, int width) const {
-    return mask(l, site, example_of(r), (r % s_.T) * width + c);
+    return mask(l, site, example_of(r), position_in_example(r) * width + c);
   }
 
   // ---- The tile's data ----------------------------------------------------------------------
   // Row r's token and position in the batch's tensors (global memory).
   COPYTASK_HOST_DEVICE int token_in_batch(int r) const {
-    const int64_t b = example_of(r), t = r % s_.T;
+    const int64_t b = example_of(r), t = position_in_example(r);
     return static_cast<int>(a_.tokens[m_ * a_.token_stride[0] + b * a_.token_stride[1] + t * a_.token_stride[2]]);
   }
   COPYTASK_HOST_DEVICE int position_in_batch(int r) const {
-    const int64_t b = example_of(r), t = r % s_.T;
+    const int64_t b = example_of(r), t = position_in_example(r);
     return a_.positions ? static_cast<int>(a_.positions[(static_cast<int64_t>(m_) * s_.B + b) * s_.T + t])
                         : static_cast<int>(t);
   }
@@ -502,7 +505,7 @@ class FusedStepBlock {
     block_items3(
         threads_, rows_,
         [&](int r) {
-          const int64_t b = example_of(r), t = r % s_.T;
+          const int64_t b = example_of(r), t = position_in_example(r);
           ints(l_.tokens)[r] = token_in_batch(r);
           ints(l_.targets)[r] = static_cast<int>(
               a_.targets[m_ * a_.target_stride[0] + b * a_.target_stride[1] + t * a_.target_stride[2]]);
@@ -511,7 +514,7 @@ class FusedStepBlock {
         rows_ * D,
         [&](int i) {
           // x (R, D) = tok_emb[token] (+ the embedding rows at the row's position).
-          const int r = i / D, d = i % D;
+          const int r = a_.divisors.D.div(i), d = i - r * D;
           float v = tok[token_in_batch(r) * D + d];
           if (rows) v += rows[position_in_batch(r) * D + d];
           x[i] = v;
@@ -598,7 +601,7 @@ class FusedStepBlock {
   // out (R, D) = normalized * weight + bias again (what a backward's weight gradient reads).
   COPYTASK_HOST_DEVICE void layernorm_output_item(int i, const NormParameters& p, const float* normalized,
                                                   float* out) const {
-    const int d = i % s_.D;
+    const int d = a_.divisors.D.mod(i);
     out[i] = fma_of(normalized[i], value(p.weight, s_.D)[d], value(p.bias, s_.D)[d]);
   }
   // grad_x (R, D) = (or +=) the gradient through the layer norm of grad_out (R, D); the
@@ -670,6 +673,14 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE Product forward_product(const float* in, const LinearParameters& p, int I, int O) const {
     return Product{in, I, 1, value(p.weight, static_cast<int64_t>(I) * O), O, 1, rows_, I, O};
   }
+  // A product's column tiles' divisor for O outputs (StepDivisors: D, 3D, F or V wide).
+  COPYTASK_HOST_DEVICE const Divisor& column_tiles(int O) const {
+    const StepDivisors& v = a_.divisors;
+    if (O == s_.D) return v.tiles_of_D;
+    if (O == 3 * s_.D) return v.tiles_of_3D;
+    if (O == s_.F) return v.tiles_of_F;
+    return v.tiles_of_V;  // O == V (product_item checks the divisor's value)
+  }
   // Its backward in one phase: the weight's gradient (I, O) += in^T @ grad_out, the bias's
   // (O) += the column sums of grad_out, and grad_in (R, I) = grad_out @ weight^T through
   // `in_out` (an output: StoreOut, or one that applies the layer below's backward).
@@ -690,13 +701,13 @@ class FusedStepBlock {
       constexpr int TR = decltype(rows)::value;
       block_items3(
           threads_, weight_items(TR),
-          [&](int i) { product_item<TR>(weight_grad, i, weight_out, a_.vector_loads); }, bias_items,
+          [&](int i) { product_item<TR>(weight_grad, i, weight_out, column_tiles(O), a_.vector_loads); }, bias_items,
           [&](int o) {
             float acc = bias_grad[o];
             for (int r = 0; r < rows_; ++r) acc += grad_out[r * O + o];
             bias_grad[o] = acc;
           },
-          input_items(TR), [&](int i) { product_item<TR>(input_grad, i, in_out, a_.vector_loads); });
+          input_items(TR), [&](int i) { product_item<TR>(input_grad, i, in_out, column_tiles(I), a_.vector_loads); });
     });
   }
 
@@ -704,6 +715,17 @@ class FusedStepBlock {
   // The tables' entry of head h at the positions of rows qr (query) and kr (key).
   COPYTASK_HOST_DEVICE int bias_at(int h, int qr, int kr) const {
     return (h * s_.P + position(qr)) * s_.P + position(kr);
+  }
+
+  // Item i of the rotation's phases: (row r, q or k, head h, pair), i = ((r 2 + part) H + h)
+  // pairs + pair.
+  struct RotationItem {
+    int r, part, h, pair;
+  };
+  COPYTASK_HOST_DEVICE RotationItem rotation_item(int i) const {
+    const int pair_rows = a_.divisors.pairs.div(i);      // i / pairs
+    const int head_rows = a_.divisors.H.div(pair_rows);  // i / (pairs H)
+    return {head_rows / 2, head_rows % 2, pair_rows - head_rows * s_.H, i - pair_rows * a_.divisors.pairs.d};
   }
 
   // q and k of every head turned pair by pair by the angles of their row's position
@@ -716,7 +738,8 @@ class FusedStepBlock {
     float* qkv = block_part(l_.qkv, l);
     // Items (row, q or k, head, pair).
     block_items(threads_, rows_ * 2 * s_.H * pairs, [&](int i) {
-      const int pair = i % pairs, h = i / pairs % s_.H, part = i / (pairs * s_.H) % 2, r = i / (pairs * s_.H * 2);
+      const RotationItem item = rotation_item(i);
+      const int pair = item.pair, h = item.h, part = item.part, r = item.r;
       float* x = qkv + r * 3 * D + part * D + h * s_.Dh + 2 * pair;
       const float c = cos_t[position(r) * pairs + pair], s = sin_t[position(r) * pairs + pair];
       const float x0 = x[0], x1 = x[1];
@@ -750,7 +773,8 @@ class FusedStepBlock {
       });
     }
     block_items(threads_, rows_ * 2 * s_.H * pairs, [&](int i) {
-      const int pair = i % pairs, h = i / pairs % s_.H, part = i / (pairs * s_.H) % 2, r = i / (pairs * s_.H * 2);
+      const RotationItem item = rotation_item(i);
+      const int pair = item.pair, h = item.h, part = item.part, r = item.r;
       float* x = g + r * 3 * D + part * D + h * s_.Dh + 2 * pair;
       const float c = cos_t[position(r) * pairs + pair], s = -sin_t[position(r) * pairs + pair];
       const float x0 = x[0], x1 = x[1];
@@ -770,7 +794,8 @@ class FusedStepBlock {
     const float* bias = a_.tables.score_bias ? a_.tables.score_bias + static_cast<int64_t>(m_) * H * s_.P * s_.P : nullptr;
     const bool is_causal = causal();
     block_items(threads_, n_ * H * T, [&](int item) {
-      const int i = item % T, h = item / T % H, e = item / (T * H);
+      const int query_rows = a_.divisors.T.div(item);  // item / T: (example, head)
+      const int i = item - query_rows * T, h = a_.divisors.H.mod(query_rows), e = a_.divisors.H.div(query_rows);
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
       const float* q = qkv + qr * 3 * D + h * Dh;
       float* w = weights + ((e * H + h) * T + i) * T;
@@ -814,7 +839,8 @@ class FusedStepBlock {
     float* gq = sm(l_.grad_wide);
     const bool is_causal = causal();
     block_items(threads_, n_ * H * T, [&](int item) {
-      const int i = item % T, h = item / T % H, e = item / (T * H);
+      const int query_rows = a_.divisors.T.div(item);  // item / T: (example, head)
+      const int i = item - query_rows * T, h = a_.divisors.H.mod(query_rows), e = a_.divisors.H.div(query_rows);
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
       float* w = weights + ((e * H + h) * T + i) * T;
       float* gl = gs + ((e * H + h) * T + i) * T;
@@ -854,7 +880,8 @@ class FusedStepBlock {
     block_items2(
         threads_, n_ * H * T,
         [&](int item) {
-          const int j = item % T, h = item / T % H, e = item / (T * H);
+          const int key_rows = a_.divisors.T.div(item);  // item / T: (example, head)
+          const int j = item - key_rows * T, h = a_.divisors.H.mod(key_rows), e = a_.divisors.H.div(key_rows);
           const int kr = e * T + j;
           float* dk = gq + kr * 3 * D + D + h * Dh;
           float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
@@ -901,7 +928,7 @@ class FusedStepBlock {
     {
       const Product qkv = forward_product(act, p.qkv, D, 3 * D);
       const StoreOut out{block_part(l_.qkv, l), 3 * D, nullptr, rows_four_};
-      product_phase(threads_, qkv, out, a_.vector_loads, a_.small_items);
+      product_phase(threads_, qkv, out, column_tiles(3 * D), a_.vector_loads, a_.small_items);
     }
     if (a_.tables.pair_cos) rotation_forward(l);
     attention_forward(l);
@@ -912,7 +939,7 @@ class FusedStepBlock {
       // the backward.
       const Product fc1 = forward_product(act, p.fc1, D, F);
       const ReluOut out{this, l, block_part(l_.pre, l), sm(l_.grad_wide), value(p.fc1.bias, F)};
-      product_phase(threads_, fc1, out, a_.vector_loads, a_.small_items);
+      product_phase(threads_, fc1, out, column_tiles(F), a_.vector_loads, a_.small_items);
     }
     residual_forward(l, sm(l_.grad_wide), p.fc2, F, /*site=*/3);
   }
@@ -921,7 +948,7 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void residual_forward(int l, const float* in, const LinearParameters& p, int I, int site) {
     const Product product = forward_product(in, p, I, s_.D);
     const ResidualOut out{this, l, site, sm(l_.x), value(p.bias, s_.D)};
-    product_phase(threads_, product, out, a_.vector_loads, a_.small_items);
+    product_phase(threads_, product, out, column_tiles(s_.D), a_.vector_loads, a_.small_items);
   }
 
   COPYTASK_HOST_DEVICE COPYTASK_DEVICE_INLINE void block_backward(int l) {
@@ -935,11 +962,16 @@ class FusedStepBlock {
     const float* pre = block_part(l_.pre, l);
     // Feed-forward: the gradient at its output through its dropout, and the hidden layer again.
     block_items2(
-        threads_, rows_ * D, [&](int i) { ga[i] = gx[i] * row_mask(l, 3, i / D, i % D, D); },
+        threads_, rows_ * D,
+        [&](int i) {
+          const int r = a_.divisors.D.div(i);
+          ga[i] = gx[i] * row_mask(l, 3, r, i - r * D, D);
+        },
         rows_ * F,
         [&](int i) {
           const float v = pre[i] > 0.0f ? pre[i] : 0.0f;
-          act[i] = v * row_mask(l, 2, i / F, i % F, F);
+          const int r = a_.divisors.F.div(i);
+          act[i] = v * row_mask(l, 2, r, i - r * F, F);
         });
     linear_backward(act, ga, p.fc2, F, D, ReluBackOut{this, l, wide, pre});  // wide = d(pre)
     block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), act); });
@@ -966,7 +998,7 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE void head_forward() {
     const Product head = forward_product(sm(l_.act), a_.parameters.head, s_.D, s_.V);
     const StoreOut out{sm(l_.logits), s_.V, value(a_.parameters.head.bias, s_.V)};
-    product_phase(threads_, head, out, a_.vector_loads, a_.small_items);
+    product_phase(threads_, head, out, column_tiles(s_.V), a_.vector_loads, a_.small_items);
   }
   COPYTASK_HOST_DEVICE void head_backward() {
     linear_backward(sm(l_.act), sm(l_.logits), a_.parameters.head, s_.D, s_.V,

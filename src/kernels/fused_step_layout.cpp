@@ -60,6 +60,21 @@ TileLayout tile_layout(const StepShape& s, int E) {
   return l;
 }
 
+StepDivisors step_divisors(const StepShape& s) {
+  auto tiles = [](int O) { return divisor_of((O + kProductTile - 1) / kProductTile); };
+  StepDivisors out;
+  out.T = divisor_of(s.T);
+  out.D = divisor_of(s.D);
+  out.F = divisor_of(s.F);
+  out.H = divisor_of(s.H);
+  out.pairs = divisor_of(std::max(1, s.Dh / 2));
+  out.tiles_of_D = tiles(s.D);
+  out.tiles_of_3D = tiles(3 * s.D);
+  out.tiles_of_F = tiles(s.F);
+  out.tiles_of_V = tiles(s.V);
+  return out;
+}
+
 int tile_examples(const StepShape& s, int64_t multiprocessor_bytes) {
   const int64_t budget = multiprocessor_bytes / kBlocksPerMultiprocessor - kSharedReservedPerBlock;
   int E = 0;

@@ -164,6 +164,7 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   a.members = static_cast<int>(M);
   a.partitions = kernels::partition_count(a.s.B);
   a.tile = kernels::tile_layout(a.s, tile_examples_);
+  a.divisors = kernels::step_divisors(a.s);
   a.vector_loads = execution_.vector_loads;
   a.small_items = execution_.small_items;
   a.tokens = inputs.data_ptr<int64_t>();
