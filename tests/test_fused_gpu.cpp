@@ -129,7 +129,7 @@ void expect_kernel_equals_autograd(const EncoderShape& shape, int64_t batch, boo
 }
 
 TEST(FusedGpu, EveryKernelSchemeTwoHeadsWithDropoutGivesAutogradsLossAndGradients) {
-  // 70 examples: 14 partitions of 5 (ThePartitionsCoverTheBatchAndSpreadASmallOne).
+  // 70 examples: partitions of whole tiles (ThePartitionsCoverTheBatchInWholeTilesAndSpreadASmallOne).
   expect_kernel_equals_autograd(test::small_shape(0.1), 70, true);
 }
 
@@ -425,22 +425,29 @@ TEST(Kernels, TheDivisorGivesEveryQuotientAndRemainder) {
   }
 }
 
-// The partitions (kernels/fused_step.h): consecutive, covering the batch, each at most 32
-// examples and none empty; a batch of up to 512 spread over 9 to 16 of them (all of its
-// examples one each up to 16), a larger one in partitions of 32.
-TEST(FusedGpu, ThePartitionsCoverTheBatchAndSpreadASmallOne) {
-  for (int B = 1; B <= 20000; B += B < 1100 ? 1 : 97) {
-    const int per = kernels::examples_per_partition(B), K = kernels::partition_count(B);
-    ASSERT_GE(per, 1) << B;
-    ASSERT_LE(per, kernels::kExamplesPerPartition) << B;
-    ASSERT_LT((K - 1) * per, B) << B << ": the last partition is empty";
-    ASSERT_GE(K * per, B) << B << ": examples left over";
-    if (B <= 16) ASSERT_EQ(K, B) << B;
-    else if (B <= 16 * kernels::kExamplesPerPartition) ASSERT_TRUE(K >= 9 && K <= 16) << B << ": " << K << " partitions";
-    else ASSERT_EQ(per, kernels::kExamplesPerPartition) << B;
-  }
-  EXPECT_EQ(kernels::partition_count(128), 16);   // the quick recipe's and the copy family's minibatch: 16 of 8
-  EXPECT_EQ(kernels::partition_count(9000), 282);  // the reference study's full batch: 281 of 32 and one of 8
+// The partitions (kernels/fused_step.h): consecutive, covering the batch, whole tiles of a
+// Hopper GPU's and at most 32 examples each, none empty; a small batch spread over at least 8
+// of them (or every tile its own).
+TEST(FusedGpu, ThePartitionsCoverTheBatchInWholeTilesAndSpreadASmallOne) {
+  for (int tile : {1, 2, 3, 5, 7, 8, 16, 32})
+    for (int B = 1; B <= 20000; B += B < 1100 ? 1 : 97) {
+      const int per = kernels::examples_per_partition(B, tile), K = kernels::partition_count(B, per);
+      ASSERT_GE(per, 1) << B;
+      ASSERT_LE(per, kernels::kExamplesPerPartition) << B;
+      ASSERT_EQ(per % tile, 0) << B << ", tiles of " << tile << ": " << per;
+      ASSERT_LT((K - 1) * per, B) << B << ": the last partition is empty";
+      ASSERT_GE(K * per, B) << B << ": examples left over";
+      ASSERT_GE(K, std::min((B + tile - 1) / tile, 8)) << B << ", tiles of " << tile << ": " << K << " partitions";
+      if (B >= 16 * kernels::kExamplesPerPartition) {
+        ASSERT_EQ(per, kernels::kExamplesPerPartition / tile * tile) << B;
+      }
+    }
+  // The reference shape's tile of 5: the study's full batch in 300 partitions of 30 (6 tiles
+  // each, not 7 with a last of 2), the quick recipe's minibatch in 13 of 10.
+  EXPECT_EQ(kernels::examples_per_partition(9000, 5), 30);
+  EXPECT_EQ(kernels::examples_per_partition(128, 5), 10);
+  // The copy family's wide models (a tile of one example): 16 partitions of 8.
+  EXPECT_EQ(kernels::examples_per_partition(128, 1), 8);
 }
 
 // At the reference shape a tile of 5 examples gives the products 39 to 195 tiles of 4 x 4

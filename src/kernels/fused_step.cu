@@ -32,7 +32,7 @@ __global__ void fused_step_sum_kernel(const __grid_constant__ FusedStepArgs args
 
 int fused_step_launch(const FusedStepArgs& args, void* stream_handle) {
   const auto stream = static_cast<cudaStream_t>(stream_handle);
-  if (!fused_step_divisors_match(args)) return static_cast<int>(cudaErrorInvalidValue);
+  if (!fused_step_args_complete(args)) return static_cast<int>(cudaErrorInvalidValue);
   const size_t shared = static_cast<size_t>(args.tile.floats) * sizeof(float);
   // Above 48 KB a kernel must ask for its dynamic shared memory: asked once for the largest
   // tile so far, at the first launch (the device step's uncaptured warm-up), so that a graph's

@@ -8,8 +8,8 @@
 // (kernels/fused_step_body.h) both ways.
 //
 // The work: one thread block per (member m, partition k), a partition being
-// examples_per_partition(B) consecutive examples of the batch (the last one fewer), so the
-// partitions depend on B alone. A block runs its examples E at a time (a tile): the tile's
+// examples_per_partition consecutive examples of the batch (the last one fewer), so the
+// partitions depend on B and the model's shape alone. A block runs its examples E at a time (a tile): the tile's
 // activations live in the block's shared memory from the embedding to the loss and back; the
 // member's weights are read from global memory (the L1 and L2 caches hold them); its
 // gradients accumulate in the block's own slice of `partial`, each float owned by one item
@@ -35,7 +35,7 @@ namespace copytask::kernels {
 
 inline constexpr int kMaxBlocks = 8;              // L: the most blocks the kernel holds parameters for
 inline constexpr int kExamplesPerPartition = 32;  // the most examples of one thread block (examples_per_partition)
-inline constexpr int kPartitionsOfASmallBatch = 16;  // a member's blocks where B <= 16 x 32 (examples_per_partition)
+inline constexpr int kPartitionsOfASmallBatch = 16;  // about a member's blocks for a small batch (examples_per_partition)
 inline constexpr int kFusedStepThreads = 256;     // threads of a block
 // A tile gets at most half of a multiprocessor's shared memory (less the runtime's 1 KB a
 // block), so that two blocks share a multiprocessor and one's barriers overlap the other's work.
@@ -159,6 +159,7 @@ struct DropoutArgs {
 struct FusedStepArgs {
   StepShape s;
   int members = 0, partitions = 0;  // M, K
+  int partition_examples = 0;       // examples_per_partition
   // Tokens and targets (M, B, T) int64: element (m, b, t) at m * stride[0] + b * stride[1] +
   // t * stride[2] (a full batch's views may repeat one task's data for every member).
   const int64_t* tokens = nullptr;
@@ -190,33 +191,40 @@ struct FusedStepArgs {
   bool small_items = true;
 };
 
-// A partition's examples (the last partition fewer): B / 16 rounded up, between 1 and 32.
-// A block runs its partition a tile after another, so a block's time grows with its examples:
-// with 32 examples a partition, a minibatch of 128 gave a member 4 blocks, and a wide model
-// (embed 64, a tile of one example) ran 32 tiles in a row on each, a few dozen blocks on
-// 132 multiprocessors; 16 partitions of 8 put four times the blocks to work, each a quarter
-// as long. Past 512 examples partitions stay 32 examples (the reference study's full batch of
-// 9000: 282 a member, as before). B alone decides, so a member alone and in a batch, and on
-// any GPU, sums the same partitions (the numbers depend on them: the order of the sums).
-COPYTASK_HOST_DEVICE inline int examples_per_partition(int B) {
+// A partition's examples (the last partition fewer), for a batch of B examples whose tile
+// holds `tile` examples on a Hopper GPU: whole tiles, about B / 16, at most 32.
+// A block runs its partition a tile after another, and a tile's time hardly depends on its
+// examples (its phases are chains as long as one row's), so a block's time is its tiles:
+// - about B / 16: with 32 examples a partition, a minibatch of 128 gave a member 4 blocks,
+//   and a wide model (embed 64, a tile of one example) ran 32 tiles in a row on each, a few
+//   dozen blocks on 132 multiprocessors; 16 partitions of 8 put four times the blocks to
+//   work, each a quarter as long;
+// - whole tiles: 32 examples in tiles of 5 (the reference shape) were 7 tiles, the last of
+//   2; 30 are 6.
+// The batch size and the model's shape alone decide (the tile on a Hopper GPU, whatever GPU
+// runs it), so a member alone and in a batch, and on any GPU, sums the same partitions (the
+// numbers depend on them: the order of the sums).
+COPYTASK_HOST_DEVICE inline int examples_per_partition(int B, int tile) {
+  const int whole = tile < 1 ? 1 : tile > kExamplesPerPartition ? kExamplesPerPartition : tile;
+  const int most = kExamplesPerPartition / whole * whole;
   const int spread = (B + kPartitionsOfASmallBatch - 1) / kPartitionsOfASmallBatch;
-  return spread < 1 ? 1 : spread > kExamplesPerPartition ? kExamplesPerPartition : spread;
+  const int tiles = (spread + whole / 2) / whole;  // B / 16 to the nearest whole tiles, at least one
+  const int per = (tiles < 1 ? 1 : tiles) * whole;
+  return per < most ? per : most;
 }
-// The partitions of a batch of B examples.
-COPYTASK_HOST_DEVICE inline int partition_count(int B) {
-  const int per = examples_per_partition(B);
-  return (B + per - 1) / per;
-}
+// The partitions of a batch of B examples, `per` a partition.
+COPYTASK_HOST_DEVICE inline int partition_count(int B, int per) { return (B + per - 1) / per; }
 
 // A tile of E examples' layout.
 TileLayout tile_layout(const StepShape& s, int E);
 // The shape's divisors (StepDivisors).
 StepDivisors step_divisors(const StepShape& s);
-// Whether args.divisors are args.s's: the body divides by them unchecked, so the launch and
-// the emulation refuse arguments without them.
-inline bool fused_step_divisors_match(const FusedStepArgs& args) {
+// Whether args.divisors are args.s's and the partitions cover the batch: the body takes them
+// unchecked, so the launch and the emulation refuse arguments without them.
+inline bool fused_step_args_complete(const FusedStepArgs& args) {
   const StepDivisors& v = args.divisors;
-  return v.T.d == args.s.T && v.D.d == args.s.D && v.F.d == args.s.F && v.H.d == args.s.H;
+  return v.T.d == args.s.T && v.D.d == args.s.D && v.F.d == args.s.F && v.H.d == args.s.H &&
+         args.partition_examples >= 1 && partition_count(args.s.B, args.partition_examples) == args.partitions;
 }
 // The most examples a tile can hold when a multiprocessor has `multiprocessor_bytes` of
 // shared memory: kBlocksPerMultiprocessor blocks' tiles, each with the runtime's reserve, at

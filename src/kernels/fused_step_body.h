@@ -393,9 +393,8 @@ class FusedStepBlock {
     flags_ = a.member_flags[m_];
     grad_ = a.partial + (static_cast<int64_t>(m_) * a.partitions + k_) * a.partial_flat;
     scale_ = 1.0f / sqrt_of(static_cast<float>(s_.Dh));
-    const int per_partition = examples_per_partition(s_.B);
-    first_ = k_ * per_partition;
-    last_ = min_of(first_ + per_partition, s_.B);
+    first_ = k_ * a.partition_examples;
+    last_ = min_of(first_ + a.partition_examples, s_.B);
     step_key_ = a.dropout.step_keys ? static_cast<uint64_t>(a.dropout.step_keys[m_]) : 0;
     // Every row of the tile's parts (D, 3D wide) and every head's columns (Dh at h Dh) start
     // on 16 bytes when D and Dh are multiples of 4: the parts do (fused_step_layout.cpp).

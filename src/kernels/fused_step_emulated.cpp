@@ -16,8 +16,8 @@ namespace copytask::kernels {
 void fused_step_emulate(const FusedStepArgs& args, const Emulation& emulation) {
   if (emulation.threads < 1) throw std::invalid_argument("fused_step_emulate: threads must be >= 1");
   if (args.tile.E < 1) throw std::invalid_argument("fused_step_emulate: a tile of no examples");
-  if (!fused_step_divisors_match(args))
-    throw std::invalid_argument("fused_step_emulate: args.divisors are not step_divisors(args.s)");
+  if (!fused_step_args_complete(args))
+    throw std::invalid_argument("fused_step_emulate: args.divisors are not step_divisors(args.s), or the partitions do not cover the batch");
   std::vector<float> shared(static_cast<size_t>(args.tile.floats));
   for (int m = 0; m < args.members; ++m)
     for (int k = 0; k < args.partitions; ++k) {

@@ -137,7 +137,10 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   const auto device = model.device();
   const auto on_device = torch::TensorOptions().device(device);
   flags_ = torch::tensor(std::vector<int64_t>(flags.begin(), flags.end()), torch::kLong).to(torch::kUInt8).to(device);  // (M)
-  const int64_t K = kernels::partition_count(s.B);
+  // The partitions by the tile a Hopper GPU holds, whatever GPU runs them (kernels/fused_step.h).
+  partition_examples_ =
+      kernels::examples_per_partition(static_cast<int>(B), kernels::tile_examples(s, kHopperSharedBytes));
+  const int64_t K = kernels::partition_count(static_cast<int>(B), partition_examples_);
   partial_ = torch::empty({M, K, partial_flat_}, on_device.dtype(torch::kFloat32));  // (M, K, partial_flat)
   partial_loss_ = torch::empty({M, K}, on_device.dtype(torch::kFloat64));         // (M, K)
   grads_ = torch::empty({M, flat_}, on_device.dtype(torch::kFloat32));            // (M, flat)
@@ -162,7 +165,8 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   kernels::FusedStepArgs a;
   a.s = step_shape(model_, B_, T_, P_);
   a.members = static_cast<int>(M);
-  a.partitions = kernels::partition_count(a.s.B);
+  a.partition_examples = partition_examples_;
+  a.partitions = kernels::partition_count(a.s.B, partition_examples_);
   a.tile = kernels::tile_layout(a.s, tile_examples_);
   a.divisors = kernels::step_divisors(a.s);
   a.vector_loads = execution_.vector_loads;

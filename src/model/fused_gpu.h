@@ -80,6 +80,7 @@ class FusedGpuKernels {
   int64_t B_, T_, P_;
   FusedGpuExecution execution_;
   int tile_examples_ = 0;
+  int partition_examples_ = 0;  // kernels::examples_per_partition
   std::vector<kernels::TableGrad> slot_;  // per registered hook: where its table's gradient goes (grad -1: none)
   int64_t parameter_floats_ = 0;  // floats of a member's parameters
   int64_t flat_ = 0;              // floats of a member's gradient: the parameters', the tables'
