@@ -60,7 +60,7 @@ struct TileLayout {
   int block_stride = 0;
   // The tile's:
   int x = 0;                // the residual stream (R, D)
-  int nf = 0, rstdf = 0;    // ln_f's (R, D), (R)
+  int nf = 0, rstdf = 0;    // ln_f's (R, D), (R); in the blocks' backward ln2's output made again
   int logits = 0;           // (R, V), then d(loss)/d(logits)
   int grad_x = 0;           // d(loss)/d(residual stream) (R, D)
   int grad_branch = 0;      // at a residual branch's output, through its dropout (R, D)

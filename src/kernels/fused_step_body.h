@@ -959,8 +959,11 @@ class FusedStepBlock {
     float* wide = sm(l_.grad_wide);
     float* narrow = sm(l_.grad_narrow);
     const float* pre = block_part(l_.pre, l);
-    // Feed-forward: the gradient at its output through its dropout, and the hidden layer again.
-    block_items2(
+    // ln2's output made again for fc1's weight gradient, into nf (ln_f's, whose backward is
+    // done, free until the next tile's forward), so that it shares the phase that makes the
+    // feed-forward's gradient at its output through its dropout and the hidden layer again.
+    float* ln2_out = sm(l_.nf);
+    block_items3(
         threads_, rows_ * D,
         [&](int i) {
           const int r = a_.divisors.D.div(i);
@@ -971,10 +974,10 @@ class FusedStepBlock {
           const float v = pre[i] > 0.0f ? pre[i] : 0.0f;
           const int r = a_.divisors.F.div(i);
           act[i] = v * row_mask(l, 2, r, i - r * F, F);
-        });
+        },
+        rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), ln2_out); });
     linear_backward(act, ga, p.fc2, F, D, ReluBackOut{this, l, wide, pre});  // wide = d(pre)
-    block_items(threads_, rows_ * D, [&](int i) { layernorm_output_item(i, p.ln2, block_part(l_.n2, l), act); });
-    linear_backward(act, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr, rows_four_});
+    linear_backward(ln2_out, wide, p.fc1, D, F, StoreOut{narrow, D, nullptr, rows_four_});
     // ln2's backward, with in the same phase: each row's gradient at the attention's output
     // through its dropout once the row is whole, and ln1's output made again (for qkv's weight
     // gradient below; act is free once fc1's backward has read it, and nothing until then
