@@ -736,6 +736,40 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
   }
 }
 
+// Why TheKernelsEqualTheirEmulation (below) allows one member past 1e-5: at those inputs
+// (the reference shape's one head, 70 examples, seed 12) one member's gradients move by
+// about 3e-3 under any rounding, float32 against float64 on the CPU alone as the CPU against
+// the GPU (t5+causal: a point where float32's rounding decides, ReLU's kink the candidate),
+// while every other member agrees within 1e-6. The members whose schemes have no float64 form
+// here (their tables are made in float32) are left out.
+TEST(FusedGpu, OneMemberOfTheGpuComparisonIsIllConditionedInFloat32Itself) {
+  for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
+    std::vector<MemberSpec> members;
+    for (const MemberSpec& m : kernel_members(shape))
+      for (const char* scheme : {"none", "sinusoidal", "learned", "rope", "alibi", "t5"})
+        if (m.positional == scheme) members.push_back(m);
+    const int64_t M = static_cast<int64_t>(members.size()), B = 70;
+    auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
+    auto targets = test::random_tokens(M, B, shape, 12);
+    Encoder model(shape, members, torch::kCPU);
+    const DropoutMasks masks = model->dropout_masks(B);
+    const torch::Tensor positions = model->training_positions(inputs);
+    const StepResult single = autograd_step(model, inputs, targets, &masks, positions);
+    model->to(torch::kFloat64);
+    const StepResult twice = autograd_step(model, inputs, targets, &masks, positions);
+    std::vector<double> worst = member_worst(twice, single, M);
+    const auto at = std::max_element(worst.begin(), worst.end()) - worst.begin();
+    std::printf("  heads %lld: float32 against float64, worst member %s %.1e\n", static_cast<long long>(shape.heads),
+                members[static_cast<size_t>(at)].arm.c_str(), worst[static_cast<size_t>(at)]);
+    std::sort(worst.begin(), worst.end());
+    EXPECT_LT(worst[worst.size() - 2], 1e-6) << "two members or more";
+    if (shape.heads == 1) {
+      EXPECT_EQ(members[static_cast<size_t>(at)].arm, "t5+causal");
+      EXPECT_GT(worst.back(), 1e-4) << "the ill-conditioned member is gone: TheKernelsEqualTheirEmulation may drop its allowance";
+    }
+  }
+}
+
 // Against LibTorch's autograd on the same GPU (the device step's arithmetic).
 TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
