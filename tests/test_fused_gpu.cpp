@@ -737,12 +737,16 @@ TEST(FusedGpuOnCuda, TheKernelsEqualTheirEmulation) {
 }
 
 // Why TheKernelsEqualTheirEmulation (below) allows one member past 1e-5: at those inputs
-// (the reference shape's one head, 70 examples, seed 12) one member's gradients move by
-// about 3e-3 under any rounding, float32 against float64 on the CPU alone as the CPU against
-// the GPU (t5+causal: a point where float32's rounding decides, ReLU's kink the candidate),
-// while every other member agrees within 1e-6. The members whose schemes have no float64 form
-// here (their tables are made in float32) are left out.
-TEST(FusedGpu, OneMemberOfTheGpuComparisonIsIllConditionedInFloat32Itself) {
+// (the reference shape's one head, 70 examples, seed 12) one member (t5+causal) sits where a
+// float32 rounding decides something discrete (ReLU's kink the candidate): float64 and one
+// float32 evaluation land on one side, another float32 evaluation on the other, about 3e-3
+// apart in every gradient. Which side a float32 step takes depends on its arithmetic: on an
+// H200 the GPU's (kernels and autograd alike) took the other side from LibTorch 2.11's CPU
+// ops; here, Debian's LibTorch 1.13 takes the other side from float64, LibTorch 2.11's the
+// same. So this asks what holds for both: against float64, every member within 1e-6 but at
+// most one, and that one this member at one head. The members whose schemes have no float64
+// form here (their tables are made in float32) are left out.
+TEST(FusedGpu, AtMostOneMemberOfTheGpuComparisonDependsOnFloat32Rounding) {
   for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
     std::vector<MemberSpec> members;
     for (const MemberSpec& m : kernel_members(shape))
@@ -759,13 +763,15 @@ TEST(FusedGpu, OneMemberOfTheGpuComparisonIsIllConditionedInFloat32Itself) {
     const StepResult twice = autograd_step(model, inputs, targets, &masks, positions);
     std::vector<double> worst = member_worst(twice, single, M);
     const auto at = std::max_element(worst.begin(), worst.end()) - worst.begin();
+    const std::string worst_member = members[static_cast<size_t>(at)].arm;
     std::printf("  heads %lld: float32 against float64, worst member %s %.1e\n", static_cast<long long>(shape.heads),
-                members[static_cast<size_t>(at)].arm.c_str(), worst[static_cast<size_t>(at)]);
+                worst_member.c_str(), worst[static_cast<size_t>(at)]);
     std::sort(worst.begin(), worst.end());
     EXPECT_LT(worst[worst.size() - 2], 1e-6) << "two members or more";
-    if (shape.heads == 1) {
-      EXPECT_EQ(members[static_cast<size_t>(at)].arm, "t5+causal");
-      EXPECT_GT(worst.back(), 1e-4) << "the ill-conditioned member is gone: TheKernelsEqualTheirEmulation may drop its allowance";
+    if (worst.back() > 1e-6) {
+      EXPECT_EQ(shape.heads, 1);
+      EXPECT_EQ(worst_member, "t5+causal");
+      EXPECT_LT(worst.back(), 1e-2);
     }
   }
 }
