@@ -9,10 +9,10 @@
 //
 // The work: one thread block per (member m, partition k), a partition being
 // examples_per_partition consecutive examples of the batch (the last one fewer), so the
-// partitions depend on B and the model's shape alone. A block runs its examples E at a time (a tile): the tile's
-// activations live in the block's shared memory from the embedding to the loss and back; the
-// member's weights are read from global memory (the L1 and L2 caches hold them); its
-// gradients accumulate in the block's own slice of `partial`, each float owned by one item
+// partitions depend on B and the model's shape alone. A block runs its examples E at a time
+// (a tile): the tile's activations live in the block's shared memory from the embedding to
+// the loss and back; the member's weights are read from global memory (the L1 and L2 caches
+// hold them); its gradients accumulate in the block's own slice of `partial`, each float owned by one item
 // of a phase and summed row after row in the examples' order. So the numbers depend on
 // neither the tile E (the GPU's shared memory) nor the threads nor the order in which blocks
 // run, and there are no float atomics: two runs give the same bits. The sum kernel then adds

@@ -361,7 +361,7 @@ struct StoreOut {
   COPYTASK_HOST_DEVICE bool fours() const { return four; }
   COPYTASK_HOST_DEVICE void finish_four(int r, int o0, const Four& v) const { store_four(c + r * c_row + o0, v); }
 };
-// (In global memory, a weight's gradient: its slice of `partial` is not 16-byte aligned.)
+// (In global memory, a weight's gradient: its slice of `partial` need not be 16-byte aligned.)
 struct AccumulateOut {
   float* c;
   int c_row;
@@ -444,12 +444,11 @@ class FusedStepBlock {
   COPYTASK_HOST_DEVICE int example_of(int r) const { return tile_first_ + a_.divisors.T.div(r); }
   COPYTASK_HOST_DEVICE int position_in_example(int r) const { return a_.divisors.T.mod(r); }
 
-  // The dropout mask of element `local` of the batch's example `example` (one of the tile's)
-  // at a site of block l: its bit, drawn in the tile's first phase (draw_mask_word); 1 when
-  // the step has no dropout.
-  COPYTASK_HOST_DEVICE float mask(int l, int site, int example, int local) const {
+  // The dropout mask of element `local` of the tile's example e at a site of block l: its
+  // bit, drawn in the tile's first phase (draw_mask_word); 1 when the step has no dropout.
+  COPYTASK_HOST_DEVICE float mask(int l, int site, int e, int local) const {
     if (!a_.dropout.step_keys) return 1.0f;
-    const uint32_t word = mask_word(l, example - tile_first_, l_.mask_site_word[site] + (local >> 5));
+    const uint32_t word = mask_word(l, e, l_.mask_site_word[site] + (local >> 5));
     return (word >> (local & 31)) & 1u ? a_.dropout.kept_value : 0.0f;
   }
   COPYTASK_HOST_DEVICE uint32_t& mask_word(int l, int e, int w) const {
@@ -478,7 +477,8 @@ class FusedStepBlock {
   }
   // The mask of a (T, width) site at row r, column c.
   COPYTASK_HOST_DEVICE float row_mask(int l, int site, int r, int c, int width) const {
-    return mask(l, site, example_of(r), position_in_example(r) * width + c);
+    const int e = a_.divisors.T.div(r);  // the row's example in the tile
+    return mask(l, site, e, (r - e * s_.T) * width + c);
   }
 
   // ---- The tile's data ----------------------------------------------------------------------
@@ -716,6 +716,17 @@ class FusedStepBlock {
     return (h * s_.P + position(qr)) * s_.P + position(kr);
   }
 
+  // Item `item` of the attention's phases: (example e, head h, query or key t), item =
+  // (e H + h) T + t.
+  struct AttentionItem {
+    int e, h, t;
+  };
+  COPYTASK_HOST_DEVICE AttentionItem attention_item(int item) const {
+    const int rows = a_.divisors.T.div(item);  // item / T: (e, h)
+    const int e = a_.divisors.H.div(rows);
+    return {e, rows - e * s_.H, item - rows * s_.T};
+  }
+
   // Item i of the rotation's phases: (row r, q or k, head h, pair), i = ((r 2 + part) H + h)
   // pairs + pair.
   struct RotationItem {
@@ -793,8 +804,8 @@ class FusedStepBlock {
     const float* bias = a_.tables.score_bias ? a_.tables.score_bias + static_cast<int64_t>(m_) * H * s_.P * s_.P : nullptr;
     const bool is_causal = causal();
     block_items(threads_, n_ * H * T, [&](int item) {
-      const int query_rows = a_.divisors.T.div(item);  // item / T: (example, head)
-      const int i = item - query_rows * T, h = a_.divisors.H.mod(query_rows), e = a_.divisors.H.div(query_rows);
+      const AttentionItem at = attention_item(item);
+      const int e = at.e, h = at.h, i = at.t;
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
       const float* q = qkv + qr * 3 * D + h * Dh;
       float* w = weights + ((e * H + h) * T + i) * T;
@@ -817,7 +828,7 @@ class FusedStepBlock {
       // The weights times the dropout mask, in this row of grad_scores (free until the
       // backward): each mask drawn once for the sums below.
       float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
-      for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j);
+      for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, e, (h * T + i) * T + j);
       const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j of the head
       weighted_rows_sum(seen, [&](int j) { return kept[j]; }, values, 3 * D, Dh, rows_four_, mixed + qr * D + h * Dh);
     });
@@ -838,8 +849,8 @@ class FusedStepBlock {
     float* gq = sm(l_.grad_wide);
     const bool is_causal = causal();
     block_items(threads_, n_ * H * T, [&](int item) {
-      const int query_rows = a_.divisors.T.div(item);  // item / T: (example, head)
-      const int i = item - query_rows * T, h = a_.divisors.H.mod(query_rows), e = a_.divisors.H.div(query_rows);
+      const AttentionItem at = attention_item(item);
+      const int e = at.e, h = at.h, i = at.t;
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
       float* w = weights + ((e * H + h) * T + i) * T;
       float* gl = gs + ((e * H + h) * T + i) * T;
@@ -853,7 +864,7 @@ class FusedStepBlock {
         four_row_dots(g_i, values, 3 * D, j0, seen, Dh, rows_four_, dot);
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
-            const float dropped = dot[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);
+            const float dropped = dot[c] * mask(l, 0, e, (h * T + i) * T + j0 + c);
             gl[j0 + c] = dropped;
             weighted = fma_of(w[j0 + c], dropped, weighted);
           }
@@ -868,7 +879,7 @@ class FusedStepBlock {
         for (int c = 0; c < kHeadColumns; ++c)
           if (j0 + c < seen) {
             gl[j0 + c] = ws[c] * (gls[c] - weighted);
-            w[j0 + c] = ws[c] * mask(l, 0, tile_first_ + e, (h * T + i) * T + j0 + c);  // now the kept weight
+            w[j0 + c] = ws[c] * mask(l, 0, e, (h * T + i) * T + j0 + c);  // now the kept weight
           }
       }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
@@ -879,8 +890,8 @@ class FusedStepBlock {
     block_items2(
         threads_, n_ * H * T,
         [&](int item) {
-          const int key_rows = a_.divisors.T.div(item);  // item / T: (example, head)
-          const int j = item - key_rows * T, h = a_.divisors.H.mod(key_rows), e = a_.divisors.H.div(key_rows);
+          const AttentionItem at = attention_item(item);
+          const int e = at.e, h = at.h, j = at.t;
           const int kr = e * T + j;
           float* dk = gq + kr * 3 * D + D + h * Dh;
           float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
