@@ -18,7 +18,11 @@
 //
 // Run with arguments, it times the x86-64-v3 tiles on this CPU (one thread) in cycles per
 // k iteration, calibrated by a chain of dependent vaddps whose latency is given (3 cycles on
-// Zen 2/3/4; pass another with --add-latency). See scripts/mca_model.sh.
+// Zen 2/3/4; pass another with --add-latency). See scripts/mca_model.sh. With AVX-512 it also
+// times the reference study's products of a group through matmul_x86_64_v4, and the same
+// products of 16 examples with the examples across the lanes (a prototype of that layout for
+// the whole step, timed only: the attention's form of it is src/model/cpu_attention_lanes.h);
+// --products prints them product by product, side by side.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "model/cpu_attention_lanes.h"
 #include "model/cpu_layers.h"
 
 namespace copytask {
@@ -154,6 +159,223 @@ __attribute__((noinline)) double group_products_seconds(void (*matmul)(const Pro
   return best;
 }
 
+}  // namespace
+
+// ---- The same products with the examples across the lanes (a prototype, timed only) -------
+//
+// A group of 16 examples, each activation (rows, K) stored as rows x K vectors of 16 floats,
+// lane e = example e's value: every product's multiply-add fills all 16 lanes whatever T, D,
+// F or V. Three forms, one tile: C(r, o) (+)= sum_k A(r, k) B(k, o), A(r, k) a vector at
+// A + 16 (r a_row + k a_red); B(k, o) either one float broadcast to the lanes (a weight:
+// B[k b_row + o]) or a vector (another example-wise activation: B + 16 (k b_row + o b_col)).
+// A weight's gradient, summed over the rows and the examples, is a product of the second form
+// whose sums stay per lane (C += over the group's rows, started from what the earlier groups
+// left), the 16 lanes added once a step. R x NO accumulators; each k loads R vectors of A and
+// NO of B (or NO floats), so with R = 5 and NO = 4, 20 independent chains and 9 loads a k.
+struct PrototypeProduct {
+  const float* A;
+  int64_t a_row, a_red;  // in vectors
+  const float* B;
+  int64_t b_row, b_col;  // in floats (broadcast B) or vectors
+  float* C;
+  int64_t c_row;         // in vectors
+  int64_t rows, K, O;
+  bool accumulate;
+};
+
+template <bool BroadcastB, int R, int NO>
+__attribute__((always_inline)) inline void prototype_tile(const PrototypeProduct& p, int64_t r0, int64_t o0) {
+  Vec16 acc[R][NO];
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < NO; ++o)
+      acc[r][o] = p.accumulate ? load_vec<Vec16>(p.C + 16 * ((r0 + r) * p.c_row + o0 + o)) : Vec16{};
+  for (int64_t k = 0; k < p.K; ++k) {
+    Vec16 a[R];
+    for (int r = 0; r < R; ++r) a[r] = load_vec<Vec16>(p.A + 16 * ((r0 + r) * p.a_row + k * p.a_red));
+    for (int o = 0; o < NO; ++o) {
+      if constexpr (BroadcastB) {
+        const float b = p.B[k * p.b_row + (o0 + o) * p.b_col];  // broadcast by the multiply
+        for (int r = 0; r < R; ++r) acc[r][o] += a[r] * b;
+      } else {
+        const Vec16 b = load_vec<Vec16>(p.B + 16 * (k * p.b_row + (o0 + o) * p.b_col));
+        for (int r = 0; r < R; ++r) acc[r][o] += a[r] * b;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < NO; ++o) store_vec(p.C + 16 * ((r0 + r) * p.c_row + o0 + o), acc[r][o]);
+}
+
+template <bool BroadcastB, int R>
+__attribute__((always_inline)) inline void prototype_rows(const PrototypeProduct& p, int64_t r0) {
+  int64_t o = 0;
+  for (; o + 4 <= p.O; o += 4) prototype_tile<BroadcastB, R, 4>(p, r0, o);
+  switch (p.O - o) {
+    case 3: prototype_tile<BroadcastB, R, 3>(p, r0, o); break;
+    case 2: prototype_tile<BroadcastB, R, 2>(p, r0, o); break;
+    case 1: prototype_tile<BroadcastB, R, 1>(p, r0, o); break;
+  }
+}
+
+template <bool BroadcastB>
+__attribute__((always_inline)) inline void prototype_product(const PrototypeProduct& p) {
+  int64_t r = 0;
+  if (p.rows % 5 == 0)
+    for (; r < p.rows; r += 5) prototype_rows<BroadcastB, 5>(p, r);
+  for (; r + 4 <= p.rows; r += 4) prototype_rows<BroadcastB, 4>(p, r);
+  for (; r < p.rows; ++r) prototype_rows<BroadcastB, 1>(p, r);
+}
+
+extern "C" __attribute__((noinline, target(V4))) void lanes_product_weights(const PrototypeProduct& p) {
+  prototype_product<true>(p);
+}
+extern "C" __attribute__((noinline, target(V4))) void lanes_product_examples(const PrototypeProduct& p) {
+  prototype_product<false>(p);
+}
+
+namespace {
+// The group products above for 16 examples across the lanes: (rows, K, O, B broadcast (a
+// weight) or per example, A transposed, times a group of 16). A weight's gradient: rows = its
+// inputs, K = T (the sum over the rows; the examples' sum stays in the lanes), O its outputs.
+struct LanesGroupProduct {
+  int64_t rows, K, O;
+  bool weights, a_transposed;
+  int times;
+};
+// In kGroupProducts' order: qkv, scores, mix; proj, fc1, fc2; the head, its weight and input
+// gradients; fc2's weight and input gradients, fc1's weight gradient; fc1's input gradient,
+// proj's weight and input gradients; d(weights), dv, dq; dk, qkv's weight and input gradients.
+constexpr LanesGroupProduct kLanesGroupProducts[] = {
+    {kT, kD, 3 * kD, true, false, kL}, {kT, kD, kT, false, false, kL},  {kT, kT, kD, false, false, kL},
+    {kT, kD, kD, true, false, kL},     {kT, kD, kF, true, false, kL},    {kT, kF, kD, true, false, kL},
+    {kT, kD, kV, true, false, 1},      {kD, kT, kV, false, true, 1},     {kT, kV, kD, true, false, 1},
+    {kF, kT, kD, false, true, kL},     {kT, kD, kF, true, false, kL},    {kD, kT, kF, false, true, kL},
+    {kT, kF, kD, true, false, kL},     {kD, kT, kD, false, true, kL},    {kT, kD, kD, true, false, kL},
+    {kT, kD, kT, false, false, kL},    {kT, kT, kD, false, true, kL},    {kT, kT, kD, false, false, kL},
+    {kT, kT, kD, false, true, kL},     {kD, kT, 3 * kD, false, true, kL}, {kT, 3 * kD, kD, true, false, kL}};
+
+// Seconds for one group of 16 examples' products across the lanes, the fastest of many runs;
+// their flops (all 16 lanes') to `flops`.
+__attribute__((noinline)) double lanes_group_products_seconds(double& flops) {
+  constexpr int64_t kMax = 64 * 64 * 16;
+  std::vector<float> A(kMax, 0.5f), B(kMax, 0.25f), C(kMax, 0.0f);
+  flops = 0;
+  for (const LanesGroupProduct& g : kLanesGroupProducts) flops += 2.0 * g.rows * g.K * g.O * g.times * 16;
+  double best = 1e9;
+  for (int run = 0; run < 400; ++run) {
+    const double start = seconds_now();
+    for (const LanesGroupProduct& g : kLanesGroupProducts) {
+      // A (rows, K) vectors, or read transposed from (K, rows) as a weight gradient reads it;
+      // B (K, O); a weight gradient accumulates.
+      const PrototypeProduct p{A.data(), g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B.data(), g.O, 1,
+                           C.data(), g.O, g.rows, g.K, g.O, g.a_transposed};
+      for (int t = 0; t < g.times; ++t) (g.weights ? lanes_product_weights : lanes_product_examples)(p);
+    }
+    best = std::min(best, seconds_now() - start);
+  }
+  return best;
+}
+
+// Product by product, the fastest of many calls alone (in L1): each of the group's products
+// through matmul_x86_64_v4, and the same product of 16 examples across the lanes, both in
+// cycles for 4 examples (the lanes' call times its count over 4) and as a share of 64 flop a
+// cycle. The two lists are in the same order.
+__attribute__((noinline)) void products_side_by_side(double hz) {
+  constexpr int64_t kMax = 64 * 64 * 16;
+  std::vector<float> A(kMax, 0.5f), B(kMax + kSlack, 0.25f), C(kMax, 0.0f);
+  auto fastest = [](auto&& call) {
+    double best = 1e9;
+    for (int run = 0; run < 2000; ++run) {
+      const double start = seconds_now();
+      call();
+      best = std::min(best, seconds_now() - start);
+    }
+    return best;
+  };
+  std::printf("| product (rows x K x O, times a group of 4) | flop | rows in vectors (x86-64-v4) "
+              "| examples across the lanes |\n");
+  std::printf("|---|---|---|---|\n");
+  double total_rows = 0, total_lanes = 0, total_flops = 0;
+  for (size_t i = 0; i < sizeof(kGroupProducts) / sizeof(kGroupProducts[0]); ++i) {
+    const GroupProduct& g = kGroupProducts[i];
+    const LanesGroupProduct& l = kLanesGroupProducts[i];
+    const Product p{A.data(), g.contiguous ? g.K : 1, g.contiguous ? 1 : g.rows, B.data(), g.O, nullptr, C.data(),
+                    g.O, g.rows, g.K, g.O, false};
+    const PrototypeProduct q{A.data(), l.a_transposed ? 1 : l.K, l.a_transposed ? l.rows : 1, B.data(), l.O, 1,
+                         C.data(), l.O, l.rows, l.K, l.O, l.a_transposed};
+    const double rows_cycles = fastest([&] { matmul_x86_64_v4(p); }) * hz * g.times;
+    const double lanes_cycles =
+        fastest([&] { (l.weights ? lanes_product_weights : lanes_product_examples)(q); }) * hz * l.times / 4;
+    const double flops = 2.0 * g.rows * g.K * g.O * g.times;
+    total_rows += rows_cycles;
+    total_lanes += lanes_cycles;
+    total_flops += flops;
+    std::printf("| %lld x %lld x %lld%s (x%d) | %.0f | %.0f cycles, %.0f%% | %.0f cycles, %.0f%% |\n",
+                static_cast<long long>(g.rows), static_cast<long long>(g.K), static_cast<long long>(g.O),
+                g.contiguous ? "" : " (A transposed)", g.times, flops, rows_cycles, 100 * flops / (rows_cycles * 64),
+                lanes_cycles, 100 * flops / (lanes_cycles * 64));
+  }
+  std::printf("| all (each alone) | %.0f | %.0f cycles, %.0f%% | %.0f cycles, %.0f%% |\n", total_flops, total_rows,
+              100 * total_flops / (total_rows * 64), total_lanes, 100 * total_flops / (total_lanes * 64));
+}
+
+// The reference study's attention (T = 10, one head of Dh = 20, with dropout) of 16 examples,
+// forward and backward, the fastest of many runs in cycles: example at a time
+// (attention_forward / attention_backward, as the step had run it), and across the lanes
+// (cpu_attention_lanes.h) without and with the transpositions the step makes (the forward's
+// q | k | v in and mixed out; the backward's upstream gradient in and grad_qkv out), the
+// rows 64-byte aligned as the step's workspace is.
+__attribute__((noinline, target(V4))) void attention_side_by_side(double hz) {
+  constexpr int64_t T = kT, H = 1, Dh = kD, D = kD, HTT = H * T * T, L = kExampleLanes;
+  auto aligned = [](int64_t n) {
+    float* p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((n + 16) * 4 + 63) / 64 * 64));
+    for (int64_t i = 0; i < n + 16; ++i) p[i] = 0.25f + static_cast<float>(i % 7) * 0.125f;
+    return p;
+  };
+  float *qkv = aligned(L * T * 3 * D), *up = aligned(L * T * D), *mask = aligned(L * HTT), *w = aligned(L * HTT);
+  float *mixed = aligned(L * T * D), *gq = aligned(L * T * 3 * D), *scratch = aligned(attention_scratch_floats(T, Dh));
+  float *qkv_l = aligned(L * T * 3 * D), *up_l = aligned(L * T * D), *w_l = aligned(L * HTT), *mask_l = aligned(L * HTT);
+  float *mixed_l = aligned(L * T * D), *gq_l = aligned(L * T * 3 * D), *scratch_l = aligned(attention_lanes_scratch_floats(T));
+  auto fastest = [&](auto&& call) COPYTASK_KERNEL_BODY {
+    double best = 1e9;
+    for (int run = 0; run < 3000; ++run) {
+      const double start = seconds_now();
+      call();
+      best = std::min(best, seconds_now() - start);
+    }
+    return best * hz;
+  };
+  const double example_forward = fastest([&]() COPYTASK_KERNEL_BODY {
+    for (int64_t e = 0; e < L; ++e)
+      attention_forward<LanesV4>(qkv + e * T * 3 * D, nullptr, false, mask + e * HTT, w + e * HTT, mixed + e * T * D,
+                                 scratch, T, H, Dh);
+  });
+  const double example_backward = fastest([&]() COPYTASK_KERNEL_BODY {
+    for (int64_t e = 0; e < L; ++e)
+      attention_backward<LanesV4>(qkv + e * T * 3 * D, w + e * HTT, false, mask + e * HTT, up + e * T * D,
+                                  gq + e * T * 3 * D, nullptr, scratch, T, H, Dh);
+  });
+  auto lanes_forward = [&](bool transposed) COPYTASK_KERNEL_BODY {
+    if (transposed) to_lanes(qkv, T * 3 * D, L, T * 3 * D, qkv_l);
+    attention_forward_lanes<LanesV4>(qkv_l, nullptr, false, mask_l, w_l, mixed_l, scratch_l, T, H, Dh);
+    if (transposed) from_lanes(mixed_l, T * D, L, mixed, T * D);
+  };
+  auto lanes_backward = [&](bool transposed) COPYTASK_KERNEL_BODY {
+    if (transposed) to_lanes(up, T * D, L, T * D, up_l);
+    attention_backward_lanes<LanesV4>(qkv_l, w_l, false, mask_l, up_l, gq_l, nullptr, scratch_l, T, H, Dh);
+    if (transposed) from_lanes(gq_l, T * 3 * D, L, gq, T * 3 * D);
+  };
+  std::printf("the attention of 16 examples (T = 10, Dh = 20, dropout), cycles: example at a time forward %.0f, "
+              "backward %.0f; across the lanes forward %.0f (%.0f with the transpositions), backward %.0f (%.0f)\n",
+              example_forward, example_backward, fastest([&]() COPYTASK_KERNEL_BODY { lanes_forward(false); }),
+              fastest([&]() COPYTASK_KERNEL_BODY { lanes_forward(true); }), fastest([&]() COPYTASK_KERNEL_BODY { lanes_backward(false); }),
+              fastest([&]() COPYTASK_KERNEL_BODY { lanes_backward(true); }));
+  for (float* p : {qkv, up, mask, w, mixed, gq, scratch, qkv_l, up_l, w_l, mask_l, mixed_l, gq_l, scratch_l}) std::free(p);
+}
+}  // namespace
+
+namespace {
+
 struct Timed {
   const char* name;
   void (*tile)(const Product&);
@@ -168,6 +390,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--add-latency")) add_latency = std::atof(argv[i + 1]);
     if (!std::strcmp(argv[i], "--k")) K = std::atoll(argv[i + 1]);
+  }
+  bool products = false;  // --products: the group's products one by one, both layouts (x86-64-v4)
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--products")) products = true;
   }
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::printf("no AVX2 and FMA: nothing to time\n");
@@ -210,6 +436,14 @@ int main(int argc, char** argv) {
     std::printf("measured the reference study's products of one group through matmul_x86_64_v4: %.0f cycles, %.1f us "
                 "(%.0f flop, %.0f%% of 64 flop a cycle, two 512-bit FMA pipes)\n",
                 group_v4_s * hz, group_v4_s * 1e6, flops, 100 * flops / (group_v4_s * hz * 64));
+    const double lanes_s = lanes_group_products_seconds(flops);
+    if (products) {
+      products_side_by_side(hz);
+      attention_side_by_side(hz);
+    }
+    std::printf("measured the same products of 16 examples across the lanes (a prototype): %.0f cycles, %.1f us, "
+                "%.1f us for 4 examples (%.0f flop, %.0f%% of 64 flop a cycle)\n",
+                lanes_s * hz, lanes_s * 1e6, lanes_s * 1e6 / 4, flops, 100 * flops / (lanes_s * hz * 64));
   }
   return 0;
 }

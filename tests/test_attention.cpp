@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cpu_variants.h"
+#include "model/cpu_attention_lanes.h"
 #include "model/cpu_layers.h"
 #include "test_util.h"
 
@@ -396,6 +397,137 @@ TEST_P(AttentionLayerTest, EveryNumberIsItsElementWiseDefinitionBitForBit) {
 }
 
 INSTANTIATE_CPU_VARIANTS(AttentionLayerTest);
+
+}  // namespace
+}  // namespace copytask
+
+namespace copytask {
+namespace {
+
+// The examples' values into the lanes and back: every element where the layout says, the
+// lanes past a partial group's examples 0, and back out only the group's examples.
+TEST(ExampleLanes, IntoAndOutOfTheLanesIsATransposition) {
+  for (const int64_t n : {1, 5, 15, 16, 17, 40, 603})
+    for (const int64_t count : {1, 7, 16}) {
+      const int64_t stride = n + 3;  // each example's row, with a gap
+      std::vector<float> in(static_cast<size_t>(cpu::kExampleLanes * stride));
+      for (size_t x = 0; x < in.size(); ++x) in[x] = static_cast<float>(x) + 0.5f;
+      std::vector<float> lanes(static_cast<size_t>(n * cpu::kExampleLanes), -1.0f);
+      cpu::to_lanes(in.data(), stride, count, n, lanes.data());
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = 0; e < cpu::kExampleLanes; ++e)
+          ASSERT_EQ(lanes[i * cpu::kExampleLanes + e], e < count ? in[e * stride + i] : 0.0f)
+              << "n " << n << ", count " << count << ", element " << i << ", lane " << e;
+      std::vector<float> out(in.size(), -2.0f);
+      cpu::from_lanes(lanes.data(), n, count, out.data(), stride);
+      for (int64_t e = 0; e < cpu::kExampleLanes; ++e)
+        for (int64_t i = 0; i < stride; ++i)
+          ASSERT_EQ(out[e * stride + i], e < count && i < n ? in[e * stride + i] : -2.0f)
+              << "n " << n << ", count " << count << ", example " << e << ", element " << i;
+    }
+}
+
+// The attention of a group across the lanes gives each example the numbers of the
+// example-at-a-time attention (cpu_layers.h, held to its element-wise definition above), bit
+// for bit: the weights, the mixed values, the gradients of q, k, v and the bias, with and
+// without a bias, the causal mask and dropout, full and partial groups, several T and heads.
+class AttentionLanesTest : public test::CpuVariantTest {};
+
+TEST_P(AttentionLanesTest, EachExampleGetsTheExampleAtATimeAttentionsNumbersBitForBit) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.5f);
+  const int64_t L = cpu::kExampleLanes;
+  int64_t checked = 0;
+  struct Case {
+    int64_t T, H, Dh;
+  };
+  const Case shapes[] = {{1, 1, 3}, {3, 2, 5}, {10, 1, 20}, {10, 2, 5}, {13, 4, 4}, {17, 2, 8}};
+  for (const Case shape : shapes)
+    for (const int64_t count : {16, 5})
+      for (bool causal : {false, true})
+        for (bool with_bias : {false, true})
+          for (bool with_dropout : {false, true}) {
+            const int64_t T = shape.T, H = shape.H, Dh = shape.Dh, D = H * Dh, HTT = H * T * T;
+            auto filled = [&](int64_t n) {
+              std::vector<float> v(static_cast<size_t>(n + cpu::kSlack));
+              for (float& x : v) x = normal(rng);
+              return v;
+            };
+            // Each example's inputs one after another, as the group's workspace holds them.
+            const auto qkv = filled(L * T * 3 * D), upstream = filled(L * T * D), bias = filled(L * HTT);
+            std::vector<float> mask(static_cast<size_t>(L * HTT));  // key-major, each example's
+            std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+            for (float& m : mask) m = uniform(rng) < 0.3f ? 0.0f : 1.0f / 0.7f;
+            // One example at a time.
+            auto floats = [](int64_t n, float value = 0.0f) { return std::vector<float>(static_cast<size_t>(n), value); };
+            auto weights = floats(L * HTT), mixed = floats(L * T * D + cpu::kSlack);
+            auto grad_qkv = floats(L * T * 3 * D), grad_bias = floats(L * HTT, 0.5f);
+            std::vector<float> scratch(static_cast<size_t>(cpu::attention_scratch_floats(T, Dh)));
+            // Across the lanes.
+            auto qkv_l = floats(L * T * 3 * D), bias_l = floats(L * HTT), mask_l = floats(L * HTT);
+            auto weights_l = floats(L * HTT), mixed_l = floats(L * T * D), upstream_l = floats(L * T * D);
+            auto grad_qkv_l = floats(L * T * 3 * D), grad_logits_l = floats(L * HTT);
+            auto scratch_l = floats(cpu::attention_lanes_scratch_floats(T));
+            for (int64_t e = 0; e < L; ++e)
+              for (int64_t h = 0; h < H; ++h)
+                for (int64_t i = 0; i < T; ++i)
+                  for (int64_t j = 0; j < T; ++j)
+                    bias_l[(((h * T + j) * T) + i) * L + e] = e < count ? bias[e * HTT + (h * T + i) * T + j] : 0.0f;
+            cpu::on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
+              using Lanes = decltype(lanes);
+              for (int64_t e = 0; e < count; ++e) {
+                const float* drop = with_dropout ? mask.data() + e * HTT : nullptr;
+                cpu::attention_forward<Lanes>(qkv.data() + e * T * 3 * D, with_bias ? bias.data() + e * HTT : nullptr,
+                                              causal, drop, weights.data() + e * HTT, mixed.data() + e * T * D,
+                                              scratch.data(), T, H, Dh);
+                cpu::attention_backward<Lanes>(qkv.data() + e * T * 3 * D, weights.data() + e * HTT, causal, drop,
+                                               upstream.data() + e * T * D, grad_qkv.data() + e * T * 3 * D,
+                                               with_bias ? grad_bias.data() + e * HTT : nullptr, scratch.data(), T,
+                                               H, Dh);
+              }
+              cpu::to_lanes(qkv.data(), T * 3 * D, count, T * 3 * D, qkv_l.data());
+              cpu::to_lanes(mask.data(), HTT, count, HTT, mask_l.data());
+              cpu::to_lanes(upstream.data(), T * D, count, T * D, upstream_l.data());
+              cpu::attention_forward_lanes<Lanes>(qkv_l.data(), with_bias ? bias_l.data() : nullptr, causal,
+                                                  with_dropout ? mask_l.data() : nullptr, weights_l.data(),
+                                                  mixed_l.data(), scratch_l.data(), T, H, Dh);
+              cpu::attention_backward_lanes<Lanes>(qkv_l.data(), weights_l.data(), causal,
+                                                   with_dropout ? mask_l.data() : nullptr, upstream_l.data(),
+                                                   grad_qkv_l.data(), with_bias ? grad_logits_l.data() : nullptr,
+                                                   scratch_l.data(), T, H, Dh);
+            });
+            const std::string at = "T " + std::to_string(T) + ", H " + std::to_string(H) + ", Dh " +
+                                   std::to_string(Dh) + ", " + std::to_string(count) + " examples" +
+                                   (causal ? " causal" : "") + (with_bias ? " bias" : "") +
+                                   (with_dropout ? " dropout" : "");
+            auto same = [&](float got, float want, const char* what, int64_t e, int64_t x) {
+              ++checked;
+              return std::memcmp(&got, &want, sizeof got) == 0
+                         ? ::testing::AssertionSuccess()
+                         : ::testing::AssertionFailure() << at << ": " << what << " of example " << e << ", element "
+                                                         << x << ": " << got << " != " << want;
+            };
+            for (int64_t e = 0; e < count; ++e) {
+              for (int64_t x = 0; x < HTT; ++x)
+                ASSERT_TRUE(same(weights_l[x * L + e], weights[e * HTT + x], "weight", e, x));
+              for (int64_t x = 0; x < T * D; ++x)
+                ASSERT_TRUE(same(mixed_l[x * L + e], mixed[e * T * D + x], "mixed", e, x));
+              for (int64_t x = 0; x < T * 3 * D; ++x)
+                ASSERT_TRUE(same(grad_qkv_l[x * L + e], grad_qkv[e * T * 3 * D + x], "grad_qkv", e, x));
+              if (with_bias)
+                for (int64_t h = 0; h < H; ++h)
+                  for (int64_t i = 0; i < T; ++i)
+                    for (int64_t j = 0; j < T; ++j) {
+                      const int64_t query_major = (h * T + i) * T + j, key_major = (h * T + j) * T + i;
+                      ASSERT_TRUE(same(0.5f + grad_logits_l[key_major * L + e], grad_bias[e * HTT + query_major],
+                                       "bias gradient", e, query_major));
+                    }
+            }
+          }
+  std::printf("  %lld numbers, each equal bit for bit\n", static_cast<long long>(checked));
+}
+
+INSTANTIATE_CPU_VARIANTS(AttentionLanesTest);
 
 }  // namespace
 }  // namespace copytask

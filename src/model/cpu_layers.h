@@ -826,7 +826,7 @@ COPYTASK_INLINE void softmax_backward_key_major(const float* w_t, bool causal, c
                                                 float scale, int64_t T) {
   over_queries(T, [&](auto lane, int64_t i0) COPYTASK_KERNEL_BODY {
     using Lane = decltype(lane);
-    auto grad_weights = [&](int64_t e) {
+    auto grad_weights = [&](int64_t e) COPYTASK_KERNEL_BODY {
       const Lane g = load_vec<Lane>(grad_kept_t + e);
       return dropout_t ? rounded<Lanes>(g * load_vec<Lane>(dropout_t + e)) : g;
     };
@@ -878,10 +878,10 @@ COPYTASK_INLINE void attention_forward(const float* qkv, const float* bias, bool
     matmul<Lanes>(Product{qkv + D + h * Dh, 3 * D, 1, work.head_t, T, nullptr, work.scores, T, T, Dh, T, false});
     // Two functions, not one with a test inside: the scaled score that both branches of a
     // test share is rounded, where the bias's branch is one fused multiply-add.
-    auto scaled = [&](auto lane, int64_t j, int64_t i0) {
+    auto scaled = [&](auto lane, int64_t j, int64_t i0) COPYTASK_KERNEL_BODY {
       return load_vec<decltype(lane)>(work.scores + j * T + i0) * scale;
     };
-    auto biased = [&](auto lane, int64_t j, int64_t i0) {
+    auto biased = [&](auto lane, int64_t j, int64_t i0) COPYTASK_KERNEL_BODY {
       using Lane = decltype(lane);
       return load_vec<Lane>(work.scores + j * T + i0) * scale + lanes_strided<Lane>(bias + (h * T + i0) * T + j, T);
     };
@@ -983,7 +983,9 @@ COPYTASK_INLINE void attention_softmax_mix(const float* qkv, bool causal, const 
     float* w_h = weights + h * T * T;
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) work.scores[j * T + i] = w_h[i * T + j];  // the logits, key-major
-    auto logit = [&](auto lane, int64_t j, int64_t i0) { return load_vec<decltype(lane)>(work.scores + j * T + i0); };
+    auto logit = [&](auto lane, int64_t j, int64_t i0) COPYTASK_KERNEL_BODY {
+      return load_vec<decltype(lane)>(work.scores + j * T + i0);
+    };
     softmax_mix_head<Lanes>(qkv, logit, causal, dropout, w_h, mixed, work, h, T, H, Dh);
   }
 }

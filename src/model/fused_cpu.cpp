@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "model/cpu_attention_lanes.h"
 #include "model/cpu_layers.h"
 #include "model/float_layout.h"
 #include "model/hooks/cpu_hook.h"
@@ -93,6 +95,23 @@ struct MemberConstants {
   bool replaces_scores = false;                // a hook's score replaces q.k / sqrt(Dh) (staged too)
 };
 
+// Floats from a cache line's start (64 bytes): the attention across the lanes stores the
+// examples' rows in vectors (cpu_attention_lanes.h, from_lanes), and a vector store across
+// two lines cost twice the rest of the transposition.
+class LineAlignedFloats {
+ public:
+  void resize(int64_t n) {
+    storage_.assign(static_cast<size_t>(n + 16), 0.0f);
+    const auto address = reinterpret_cast<uintptr_t>(storage_.data());
+    data_ = storage_.data() + (64 - address % 64) % 64 / sizeof(float);
+  }
+  float* data() { return data_; }
+
+ private:
+  std::vector<float> storage_;
+  float* data_ = nullptr;
+};
+
 // Every activation of a group of up to G examples that the backward reads, per block, plus
 // the final layer; the scratch gradients; the positional hooks' workspace; and for members
 // whose attention runs in stages, its scores and gradients, and the q | k snapshots between
@@ -163,13 +182,42 @@ class GroupWorkspace {
       tail_offset_[i] = tail_layout_.offset(i);
       tail_example_floats_[i] = tail_layout_.part(i).floats / group;
     }
-    data_.resize(static_cast<size_t>(s.L * block_layout_.total() + tail_layout_.total()));
+    data_.resize(s.L * block_layout_.total() + tail_layout_.total());
     hook_floats_ = hook_floats;
     hooks_.resize(static_cast<size_t>(group * hook_floats));
     staged_floats_ = staged ? (s.L + 2) * HTT + TD : 0;
     staged_.resize(static_cast<size_t>(group * staged_floats_));
     snapshot_floats_ = s.L * snapshots * 3 * TD;
     snapshots_.resize(static_cast<size_t>(group * snapshot_floats_));
+    if (lanes()) {
+      const int64_t L = kExampleLanes;
+      // q | k | v block by block: the forward's, read again by the backward.
+      std::vector<FloatLayout::Part> parts{{"q | k | v across the lanes, every block's", s.L * L * 3 * TD},
+                                           {"mixed or its gradient across the lanes", L * TD},
+                                           {"grad_qkv across the lanes", L * 3 * TD},
+                                           {"score bias or a weights mask across the lanes", L * HTT},
+                                           {"gradient at the logits across the lanes", L * HTT},
+                                           {"attention scratch across the lanes", attention_lanes_scratch_floats(s.T)}};
+      lanes_layout_ = FloatLayout(std::move(parts));
+      lanes_data_.resize(lanes_layout_.total());
+    }
+  }
+  // Whether the group's attention takes its examples across the lanes (cpu_attention_lanes.h):
+  // a group of exactly that many.
+  bool lanes() const { return group_ == kExampleLanes; }
+  // The buffers of the attention across the lanes (lanes() only), in lanes layout: block l's
+  // q | k | v, the others shared by the blocks.
+  struct Lanes {
+    float *qkv, *mixed, *grad_qkv, *bias, *grad_logits, *scratch;
+  };
+  Lanes lanes_buffers(int64_t l = 0) {
+    if (!lanes()) throw std::logic_error("GroupWorkspace: no lanes buffers in a group of " + std::to_string(group_));
+    if (l < 0 || l >= s_.L)
+      throw std::logic_error("GroupWorkspace: block " + std::to_string(l) + " of " + std::to_string(s_.L));
+    float* p = lanes_data_.data();
+    return {p + lanes_layout_.offset(0) + l * kExampleLanes * 3 * s_.T * s_.D,
+            p + lanes_layout_.offset(1), p + lanes_layout_.offset(2), p + lanes_layout_.offset(3),
+            p + lanes_layout_.offset(4), p + lanes_layout_.offset(5)};
   }
   // Block l's activations and its dropout masks, from example g's.
   struct Block {
@@ -245,7 +293,9 @@ class GroupWorkspace {
   FloatLayout block_layout_, tail_layout_;  // the blocks' parts, then the tail's: data_
   std::array<int64_t, kBlockParts> block_offset_{}, block_example_floats_{};
   std::array<int64_t, kTailParts> tail_offset_{}, tail_example_floats_{};
-  std::vector<float> data_, hooks_, staged_, snapshots_;
+  FloatLayout lanes_layout_;  // lanes_buffers()
+  LineAlignedFloats data_, lanes_data_;
+  std::vector<float> hooks_, staged_, snapshots_;
   int64_t hook_floats_ = 0, staged_floats_ = 0, snapshot_floats_ = 0;  // one example's
 };
 
@@ -305,6 +355,74 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
       }
       for (int64_t h = 0; h < s.H; ++h) square_transpose(a.masks[kAttentionWeights] + h * s.T * s.T, s.T);
     }
+  // Where the attention takes the group across the lanes, its weights' masks are read there:
+  // each block's, the examples' one after another, turned into lanes in place.
+  if (work.lanes() && !c.staged) {
+    const int64_t HTT = s.H * s.T * s.T;
+    float* lanes = work.lanes_buffers().bias;  // HTT in lanes, free until the attention
+    for (int64_t l = 0; l < s.L; ++l) {
+      float* masks = work.block(l).masks[kAttentionWeights];
+      to_lanes(masks, HTT, group.n, HTT, lanes);
+      std::copy(lanes, lanes + HTT * kExampleLanes, masks);
+    }
+  }
+}
+
+// Block l's attention for the whole group with its examples across the lanes
+// (cpu_attention_lanes.h): the examples' q | k | v (after their query_key hooks) and score
+// biases into the lanes, the attention, the mixed values back to the examples. The weights
+// stay in the lanes, in the block's weights part (the group's examples' floats), where the
+// backward reads them, as the weights' masks (masks_draw).
+template <class Lanes>
+COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberConstants& c, const Group& group,
+                                                   int64_t l, bool dropout, GroupWorkspace& work) {
+  const int64_t T = s.T, TD = s.T * s.D, n = group.n;
+  auto a = work.block(l);  // example 0's: each part holds the group's examples one after another
+  const auto x = work.lanes_buffers(l);
+  to_lanes(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
+  if (c.bias >= 0) {
+    // bias (H, T queries, T keys) of each example, into the lanes key-major.
+    std::fill(x.bias, x.bias + s.H * T * T * kExampleLanes, 0.0f);
+    for (int64_t g = 0; g < n; ++g) {
+      const float* bias = c.hooks[c.bias]->score_bias(group.hooks[g][c.bias]);
+      for (int64_t h = 0; h < s.H; ++h)
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t j = 0; j < T; ++j) x.bias[((h * T + j) * T + i) * kExampleLanes + g] = bias[(h * T + i) * T + j];
+    }
+  }
+  attention_forward_lanes<Lanes>(x.qkv, c.bias >= 0 ? x.bias : nullptr, c.causal,
+                                 dropout ? a.masks[kAttentionWeights] : nullptr, a.weights, x.mixed, x.scratch, T, s.H,
+                                 s.Dh);
+  from_lanes(x.mixed, TD, n, a.mixed, TD);
+}
+
+// Its backward, from the group's gradients at the mixed values (the tail's grad_b): the
+// examples' grad_qkv set, and each example's score bias gradient, where the hook wants one,
+// added to.
+template <class Lanes>
+COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const MemberConstants& c, const Group& group,
+                                                    int64_t l, bool dropout, GroupWorkspace& work) {
+  const int64_t T = s.T, TD = s.T * s.D, n = group.n;
+  auto a = work.block(l);
+  auto t = work.tail();
+  const auto x = work.lanes_buffers(l);  // its q | k | v as the forward left them
+  std::array<float*, kExampleLanes> grad_bias{};
+  bool bias_gradient = false;
+  if (c.bias >= 0)
+    for (int64_t g = 0; g < n; ++g) {
+      grad_bias[g] = c.hooks[c.bias]->score_bias_grad(group.hooks[g][c.bias]);
+      bias_gradient = bias_gradient || grad_bias[g];
+    }
+  to_lanes(t.grad_b, TD, n, TD, x.mixed);
+  attention_backward_lanes<Lanes>(x.qkv, a.weights, c.causal, dropout ? a.masks[kAttentionWeights] : nullptr, x.mixed,
+                                  x.grad_qkv, bias_gradient ? x.grad_logits : nullptr, x.scratch, T, s.H, s.Dh);
+  from_lanes(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
+  for (int64_t g = 0; g < n; ++g)
+    if (grad_bias[g])
+      for (int64_t h = 0; h < s.H; ++h)
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t j = 0; j < T; ++j)
+            grad_bias[g][(h * T + i) * T + j] += x.grad_logits[((h * T + j) * T + i) * kExampleLanes + g];
 }
 
 // The attention of block l of example g in stages, for a member with hooks at the scores or
@@ -381,6 +499,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
                     rows, D);
   linear_forward<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, rows, D, 3 * D);  // (n T, 3D): q | k | v
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  const bool lanes = work.lanes() && !c.staged;  // the attention across the lanes, after every example's hooks
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
@@ -390,6 +509,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
       if (static_cast<int64_t>(k) < snapshots)
         std::copy(a_g.qkv, a_g.qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
     }
+    if (lanes) continue;
     const float* weights_mask = dropout ? a_g.masks[kAttentionWeights] : nullptr;
     if (c.staged) {
       attention_forward_staged<Lanes>(s, c, e, l, g, weights_mask, work);
@@ -399,6 +519,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
                                s.H, s.Dh);
     }
   }
+  if (lanes) attention_forward_lanes_group<Lanes>(s, c, group, l, dropout, work);
   linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, rows,
                         D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), RD);
@@ -441,12 +562,16 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, RD);
   linear_backward<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, rows, D, D);
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  const bool lanes = work.lanes() && !c.staged;  // the attention across the lanes, before every example's hooks
+  if (lanes) attention_backward_lanes_group<Lanes>(s, c, group, l, dropout, work);
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
     auto t_g = work.tail(g);
     const float* weights_mask = dropout ? a_g.masks[kAttentionWeights] : nullptr;
-    if (c.staged) {
+    if (lanes) {
+      // (the group's attention, above)
+    } else if (c.staged) {
       attention_backward_staged<Lanes>(s, c, e, l, g, weights_mask, t_g.grad_b, work);
     } else {
       float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;

@@ -42,10 +42,12 @@
 
 namespace copytask {
 
-// The training step's examples a group: 4 measured faster than 1 and 2 (about 7% on the
-// reference study's step) and as fast as 8, whose workspace is twice the size
-// (docs/performance.md).
-constexpr int64_t kFusedCpuGroupExamples = 4;
+// The training step's examples a group: 16, so that the attention takes the group's examples
+// across a vector's lanes (model/cpu_attention_lanes.h; a member whose hooks act at the
+// scores or the softmax keeps it example by example). The rest of the step is as fast with
+// 16 as with 4, which had measured faster than 1 and 2 and as fast as 8 (docs/performance.md);
+// a group's workspace is about 32 KB an example.
+constexpr int64_t kFusedCpuGroupExamples = 16;
 
 // Why the fused step cannot run this model ("" when it can): not float32 on the CPU.
 std::string fused_cpu_unsupported(const EncoderImpl& model);
