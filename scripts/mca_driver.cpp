@@ -320,12 +320,13 @@ __attribute__((noinline)) void products_side_by_side(double hz) {
 }
 
 // The reference study's attention (T = 10, one head of Dh = 20, with dropout) of 16 examples,
-// forward and backward, the fastest of many runs in cycles: example at a time
+// forward and backward, on the x86-64-v4 and -v3 kernels, the fastest of many runs in cycles: example at a time
 // (attention_forward / attention_backward, as the step had run it), and across the lanes
 // (cpu_attention_lanes.h) without and with the transpositions the step makes (the forward's
 // q | k | v in and mixed out; the backward's upstream gradient in and grad_qkv out), the
 // rows 64-byte aligned as the step's workspace is.
-__attribute__((noinline, target(V4))) void attention_side_by_side(double hz) {
+template <class Lanes>
+COPYTASK_INLINE void attention_timed(double hz, const char* variant) {
   constexpr int64_t T = kT, H = 1, Dh = kD, D = kD, HTT = H * T * T, L = kExampleLanes;
   auto aligned = [](int64_t n) {
     float* p = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>((n + 16) * 4 + 63) / 64 * 64));
@@ -347,31 +348,33 @@ __attribute__((noinline, target(V4))) void attention_side_by_side(double hz) {
   };
   const double example_forward = fastest([&]() COPYTASK_KERNEL_BODY {
     for (int64_t e = 0; e < L; ++e)
-      attention_forward<LanesV4>(qkv + e * T * 3 * D, nullptr, false, mask + e * HTT, w + e * HTT, mixed + e * T * D,
+      attention_forward<Lanes>(qkv + e * T * 3 * D, nullptr, false, mask + e * HTT, w + e * HTT, mixed + e * T * D,
                                  scratch, T, H, Dh);
   });
   const double example_backward = fastest([&]() COPYTASK_KERNEL_BODY {
     for (int64_t e = 0; e < L; ++e)
-      attention_backward<LanesV4>(qkv + e * T * 3 * D, w + e * HTT, false, mask + e * HTT, up + e * T * D,
+      attention_backward<Lanes>(qkv + e * T * 3 * D, w + e * HTT, false, mask + e * HTT, up + e * T * D,
                                   gq + e * T * 3 * D, nullptr, scratch, T, H, Dh);
   });
   auto lanes_forward = [&](bool transposed) COPYTASK_KERNEL_BODY {
-    if (transposed) to_lanes(qkv, T * 3 * D, L, T * 3 * D, qkv_l);
-    attention_forward_lanes<LanesV4>(qkv_l, nullptr, false, mask_l, w_l, mixed_l, scratch_l, T, H, Dh);
-    if (transposed) from_lanes(mixed_l, T * D, L, mixed, T * D);
+    if (transposed) to_lanes<Lanes>(qkv, T * 3 * D, L, T * 3 * D, qkv_l);
+    attention_forward_lanes<Lanes>(qkv_l, nullptr, false, mask_l, w_l, mixed_l, scratch_l, T, H, Dh);
+    if (transposed) from_lanes<Lanes>(mixed_l, T * D, L, mixed, T * D);
   };
   auto lanes_backward = [&](bool transposed) COPYTASK_KERNEL_BODY {
-    if (transposed) to_lanes(up, T * D, L, T * D, up_l);
-    attention_backward_lanes<LanesV4>(qkv_l, w_l, false, mask_l, up_l, gq_l, nullptr, scratch_l, T, H, Dh);
-    if (transposed) from_lanes(gq_l, T * 3 * D, L, gq, T * 3 * D);
+    if (transposed) to_lanes<Lanes>(up, T * D, L, T * D, up_l);
+    attention_backward_lanes<Lanes>(qkv_l, w_l, false, mask_l, up_l, gq_l, nullptr, scratch_l, T, H, Dh);
+    if (transposed) from_lanes<Lanes>(gq_l, T * 3 * D, L, gq, T * 3 * D);
   };
-  std::printf("the attention of 16 examples (T = 10, Dh = 20, dropout), cycles: example at a time forward %.0f, "
+  std::printf("the attention of 16 examples (T = 10, Dh = 20, dropout), %s, cycles: example at a time forward %.0f, "
               "backward %.0f; across the lanes forward %.0f (%.0f with the transpositions), backward %.0f (%.0f)\n",
-              example_forward, example_backward, fastest([&]() COPYTASK_KERNEL_BODY { lanes_forward(false); }),
+              variant, example_forward, example_backward, fastest([&]() COPYTASK_KERNEL_BODY { lanes_forward(false); }),
               fastest([&]() COPYTASK_KERNEL_BODY { lanes_forward(true); }), fastest([&]() COPYTASK_KERNEL_BODY { lanes_backward(false); }),
               fastest([&]() COPYTASK_KERNEL_BODY { lanes_backward(true); }));
   for (float* p : {qkv, up, mask, w, mixed, gq, scratch, qkv_l, up_l, w_l, mask_l, mixed_l, gq_l, scratch_l}) std::free(p);
 }
+__attribute__((noinline, target(V4))) void attention_side_by_side_v4(double hz) { attention_timed<LanesV4>(hz, "x86-64-v4"); }
+__attribute__((noinline, target(V3))) void attention_side_by_side_v3(double hz) { attention_timed<LanesV3>(hz, "x86-64-v3"); }
 }  // namespace
 
 namespace {
@@ -439,7 +442,8 @@ int main(int argc, char** argv) {
     const double lanes_s = lanes_group_products_seconds(flops);
     if (products) {
       products_side_by_side(hz);
-      attention_side_by_side(hz);
+      attention_side_by_side_v4(hz);
+      attention_side_by_side_v3(hz);
     }
     std::printf("measured the same products of 16 examples across the lanes (a prototype): %.0f cycles, %.1f us, "
                 "%.1f us for 4 examples (%.0f flop, %.0f%% of 64 flop a cycle)\n",

@@ -405,27 +405,36 @@ namespace copytask {
 namespace {
 
 // The examples' values into the lanes and back: every element where the layout says, the
-// lanes past a partial group's examples 0, and back out only the group's examples.
-TEST(ExampleLanes, IntoAndOutOfTheLanesIsATransposition) {
+// lanes past a partial group's examples 0, and back out only the group's examples; on each
+// variant (16 x 16 blocks with AVX-512, 8 x 8 otherwise).
+class ExampleLanesTest : public test::CpuVariantTest {};
+
+TEST_P(ExampleLanesTest, IntoAndOutOfTheLanesIsATransposition) {
   for (const int64_t n : {1, 5, 15, 16, 17, 40, 603})
     for (const int64_t count : {1, 7, 16}) {
       const int64_t stride = n + 3;  // each example's row, with a gap
       std::vector<float> in(static_cast<size_t>(cpu::kExampleLanes * stride));
       for (size_t x = 0; x < in.size(); ++x) in[x] = static_cast<float>(x) + 0.5f;
       std::vector<float> lanes(static_cast<size_t>(n * cpu::kExampleLanes), -1.0f);
-      cpu::to_lanes(in.data(), stride, count, n, lanes.data());
+      cpu::on_cpu_variant([&](auto variant) COPYTASK_KERNEL_BODY {
+        cpu::to_lanes<decltype(variant)>(in.data(), stride, count, n, lanes.data());
+      });
       for (int64_t i = 0; i < n; ++i)
         for (int64_t e = 0; e < cpu::kExampleLanes; ++e)
           ASSERT_EQ(lanes[i * cpu::kExampleLanes + e], e < count ? in[e * stride + i] : 0.0f)
               << "n " << n << ", count " << count << ", element " << i << ", lane " << e;
       std::vector<float> out(in.size(), -2.0f);
-      cpu::from_lanes(lanes.data(), n, count, out.data(), stride);
+      cpu::on_cpu_variant([&](auto variant) COPYTASK_KERNEL_BODY {
+        cpu::from_lanes<decltype(variant)>(lanes.data(), n, count, out.data(), stride);
+      });
       for (int64_t e = 0; e < cpu::kExampleLanes; ++e)
         for (int64_t i = 0; i < stride; ++i)
           ASSERT_EQ(out[e * stride + i], e < count && i < n ? in[e * stride + i] : -2.0f)
               << "n " << n << ", count " << count << ", example " << e << ", element " << i;
     }
 }
+
+INSTANTIATE_CPU_VARIANTS(ExampleLanesTest);
 
 // The attention of a group across the lanes gives each example the numbers of the
 // example-at-a-time attention (cpu_layers.h, held to its element-wise definition above), bit
@@ -485,9 +494,9 @@ TEST_P(AttentionLanesTest, EachExampleGetsTheExampleAtATimeAttentionsNumbersBitF
                                                with_bias ? grad_bias.data() + e * HTT : nullptr, scratch.data(), T,
                                                H, Dh);
               }
-              cpu::to_lanes(qkv.data(), T * 3 * D, count, T * 3 * D, qkv_l.data());
-              cpu::to_lanes(mask.data(), HTT, count, HTT, mask_l.data());
-              cpu::to_lanes(upstream.data(), T * D, count, T * D, upstream_l.data());
+              cpu::to_lanes<Lanes>(qkv.data(), T * 3 * D, count, T * 3 * D, qkv_l.data());
+              cpu::to_lanes<Lanes>(mask.data(), HTT, count, HTT, mask_l.data());
+              cpu::to_lanes<Lanes>(upstream.data(), T * D, count, T * D, upstream_l.data());
               cpu::attention_forward_lanes<Lanes>(qkv_l.data(), with_bias ? bias_l.data() : nullptr, causal,
                                                   with_dropout ? mask_l.data() : nullptr, weights_l.data(),
                                                   mixed_l.data(), scratch_l.data(), T, H, Dh);

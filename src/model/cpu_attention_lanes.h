@@ -36,71 +36,88 @@ using LanesChunk = std::conditional_t<Lanes::kWidth == 16, Vec16, Vec8>;
 // ---- Into and out of the lanes --------------------------------------------------------
 
 namespace lanes_detail {
-// One round of the 16 x 16 transposition: for rows i and i + B (bit B of i clear), the B x B
-// blocks off the diagonal swapped, which swaps bit B of the row with bit B of the column;
-// the four rounds (B = 1, 2, 4, 8) swap every bit: a[i][j] becomes a[j][i].
-template <int B, size_t... K>
-COPYTASK_INLINE Vec16 low_half(Vec16 x, Vec16 y, std::index_sequence<K...>) {
-  return __builtin_shufflevector(x, y, ((K & B) == 0 ? static_cast<int>(K) : static_cast<int>(16 + K - B))...);
+// One round of an N x N transposition (N = 8 or 16, vectors of N floats): for rows i and i +
+// B (bit B of i clear), the B x B blocks off the diagonal swapped, which swaps bit B of the
+// row with bit B of the column; the rounds B = 1, 2, 4 (, 8) swap every bit: a[i][j] becomes
+// a[j][i].
+template <class Vec, int N, int B, size_t... K>
+COPYTASK_INLINE Vec low_half(Vec x, Vec y, std::index_sequence<K...>) {
+  return __builtin_shufflevector(x, y, ((K & B) == 0 ? static_cast<int>(K) : static_cast<int>(N + K - B))...);
 }
-template <int B, size_t... K>
-COPYTASK_INLINE Vec16 high_half(Vec16 x, Vec16 y, std::index_sequence<K...>) {
-  return __builtin_shufflevector(x, y, ((K & B) == 0 ? static_cast<int>(K + B) : static_cast<int>(16 + K))...);
+template <class Vec, int N, int B, size_t... K>
+COPYTASK_INLINE Vec high_half(Vec x, Vec y, std::index_sequence<K...>) {
+  return __builtin_shufflevector(x, y, ((K & B) == 0 ? static_cast<int>(K + B) : static_cast<int>(N + K))...);
 }
-template <int B>
-COPYTASK_INLINE void transpose_round(Vec16 (&a)[16]) {
-  for (int i = 0; i < 16; ++i)
+template <class Vec, int N, int B>
+COPYTASK_INLINE void transpose_round(Vec (&a)[N]) {
+  for (int i = 0; i < N; ++i)
     if ((i & B) == 0) {
-      const Vec16 x = a[i], y = a[i + B];
-      a[i] = low_half<B>(x, y, std::make_index_sequence<16>{});
-      a[i + B] = high_half<B>(x, y, std::make_index_sequence<16>{});
+      const Vec x = a[i], y = a[i + B];
+      a[i] = low_half<Vec, N, B>(x, y, std::make_index_sequence<N>{});
+      a[i + B] = high_half<Vec, N, B>(x, y, std::make_index_sequence<N>{});
     }
 }
 }  // namespace lanes_detail
 
-// a[i][j] becomes a[j][i]: 64 two-source shuffles.
-COPYTASK_INLINE void transpose16(Vec16 (&a)[16]) {
-  lanes_detail::transpose_round<1>(a);
-  lanes_detail::transpose_round<2>(a);
-  lanes_detail::transpose_round<4>(a);
-  lanes_detail::transpose_round<8>(a);
+// a[i][j] becomes a[j][i], for N vectors of N floats (Vec8 or Vec16): N log2(N) two-source
+// shuffles, each within the registers of the variant that picks that N.
+template <class Vec, int N>
+COPYTASK_INLINE void transpose_square(Vec (&a)[N]) {
+  lanes_detail::transpose_round<Vec, N, 1>(a);
+  lanes_detail::transpose_round<Vec, N, 2>(a);
+  lanes_detail::transpose_round<Vec, N, 4>(a);
+  if constexpr (N == 16) lanes_detail::transpose_round<Vec, N, 8>(a);
 }
 
 // out (n elements, lanes) = element i of example e at in[e * stride + i] for the first
-// `count` examples, 0 in the other lanes. Sixteen elements at a time as 16 x 16 blocks.
+// `count` examples, 0 in the other lanes. In blocks of W elements x W examples, W the
+// variant's width (16 x 16 with AVX-512; 8 x 8 with AVX2, whose registers a 16-wide shuffle
+// does not fit: compiled for AVX2 it had taken seven times as long).
+template <class Lanes>
 COPYTASK_INLINE void to_lanes(const float* in, int64_t stride, int64_t count, int64_t n, float* out) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    Vec16 a[16];
-    for (int64_t e = 0; e < 16; ++e) a[e] = e < count ? load_vec<Vec16>(in + e * stride + i) : Vec16{};
-    transpose16(a);
-    for (int64_t c = 0; c < 16; ++c) store_vec(out + (i + c) * kExampleLanes, a[c]);
-  }
+  for (; i + W <= n; i += W)
+    for (int64_t e0 = 0; e0 < kExampleLanes; e0 += W) {
+      Vec a[W];
+      for (int e = 0; e < W; ++e) a[e] = e0 + e < count ? load_vec<Vec>(in + (e0 + e) * stride + i) : Vec{};
+      transpose_square<Vec, W>(a);
+      for (int c = 0; c < W; ++c) store_vec(out + (i + c) * kExampleLanes + e0, a[c]);
+    }
   for (; i < n; ++i)
     for (int64_t e = 0; e < kExampleLanes; ++e) out[i * kExampleLanes + e] = e < count ? in[e * stride + i] : 0.0f;
 }
 
 // out[e * stride + i] = element i's lane e of in (n elements, lanes), for the first `count`
-// examples.
+// examples; in blocks as to_lanes.
+template <class Lanes>
 COPYTASK_INLINE void from_lanes(const float* in, int64_t n, int64_t count, float* out, int64_t stride) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    Vec16 a[16];
-    for (int64_t c = 0; c < 16; ++c) a[c] = load_vec<Vec16>(in + (i + c) * kExampleLanes);
-    transpose16(a);
-    // Each row in halves of eight floats: rows T 3D or T D floats long start 32 bytes into a
-    // cache line as often as not, and a 64-byte store across two lines cost twice a
-    // transposition (fused_cpu.cpp aligns the workspace to 64 bytes). A whole group's stores
-    // unrolled: a[] indexed at a run-time e would live on the stack.
-    auto store_row = [&](int64_t e, Vec16 row) COPYTASK_KERNEL_BODY {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  // Each row in stores of eight floats: rows T 3D or T D floats long start 32 bytes into a
+  // cache line as often as not, and a 64-byte store across two lines cost twice a
+  // transposition (fused_cpu.cpp aligns the workspace to 64 bytes).
+  auto store_row = [&](int64_t e, int64_t i, Vec row) COPYTASK_KERNEL_BODY {
+    if constexpr (W == 16) {
       store_vec(out + e * stride + i, __builtin_shufflevector(row, row, 0, 1, 2, 3, 4, 5, 6, 7));
       store_vec(out + e * stride + i + 8, __builtin_shufflevector(row, row, 8, 9, 10, 11, 12, 13, 14, 15));
-    };
-    if (count == kExampleLanes)
-      for (int e = 0; e < 16; ++e) store_row(e, a[e]);
-    else
-      for (int64_t e = 0; e < count; ++e) store_row(e, a[e]);
-  }
+    } else {
+      store_vec(out + e * stride + i, row);
+    }
+  };
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    for (int64_t e0 = 0; e0 < count; e0 += W) {
+      Vec a[W];
+      for (int c = 0; c < W; ++c) a[c] = load_vec<Vec>(in + (i + c) * kExampleLanes + e0);
+      transpose_square<Vec, W>(a);
+      // A whole block's stores unrolled: a[] indexed at a run-time e would live on the stack.
+      if (e0 + W <= count)
+        for (int e = 0; e < W; ++e) store_row(e0 + e, i, a[e]);
+      else
+        for (int64_t e = 0; e0 + e < count; ++e) store_row(e0 + e, i, a[e]);
+    }
   for (; i < n; ++i)
     for (int64_t e = 0; e < count; ++e) out[e * stride + i] = in[i * kExampleLanes + e];
 }

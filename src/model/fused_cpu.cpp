@@ -362,7 +362,7 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
     float* lanes = work.lanes_buffers().bias;  // HTT in lanes, free until the attention
     for (int64_t l = 0; l < s.L; ++l) {
       float* masks = work.block(l).masks[kAttentionWeights];
-      to_lanes(masks, HTT, group.n, HTT, lanes);
+      to_lanes<Lanes>(masks, HTT, group.n, HTT, lanes);
       std::copy(lanes, lanes + HTT * kExampleLanes, masks);
     }
   }
@@ -379,7 +379,7 @@ COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberC
   const int64_t T = s.T, TD = s.T * s.D, n = group.n;
   auto a = work.block(l);  // example 0's: each part holds the group's examples one after another
   const auto x = work.lanes_buffers(l);
-  to_lanes(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
+  to_lanes<Lanes>(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
   if (c.bias >= 0) {
     // bias (H, T queries, T keys) of each example, into the lanes key-major.
     std::fill(x.bias, x.bias + s.H * T * T * kExampleLanes, 0.0f);
@@ -393,7 +393,7 @@ COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberC
   attention_forward_lanes<Lanes>(x.qkv, c.bias >= 0 ? x.bias : nullptr, c.causal,
                                  dropout ? a.masks[kAttentionWeights] : nullptr, a.weights, x.mixed, x.scratch, T, s.H,
                                  s.Dh);
-  from_lanes(x.mixed, TD, n, a.mixed, TD);
+  from_lanes<Lanes>(x.mixed, TD, n, a.mixed, TD);
 }
 
 // Its backward, from the group's gradients at the mixed values (the tail's grad_b): the
@@ -413,10 +413,10 @@ COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const Member
       grad_bias[g] = c.hooks[c.bias]->score_bias_grad(group.hooks[g][c.bias]);
       bias_gradient = bias_gradient || grad_bias[g];
     }
-  to_lanes(t.grad_b, TD, n, TD, x.mixed);
+  to_lanes<Lanes>(t.grad_b, TD, n, TD, x.mixed);
   attention_backward_lanes<Lanes>(x.qkv, a.weights, c.causal, dropout ? a.masks[kAttentionWeights] : nullptr, x.mixed,
                                   x.grad_qkv, bias_gradient ? x.grad_logits : nullptr, x.scratch, T, s.H, s.Dh);
-  from_lanes(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
+  from_lanes<Lanes>(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
   for (int64_t g = 0; g < n; ++g)
     if (grad_bias[g])
       for (int64_t h = 0; h < s.H; ++h)
