@@ -320,7 +320,8 @@ __attribute__((noinline)) void products_side_by_side(double hz) {
 }
 
 // The reference study's attention (T = 10, one head of Dh = 20, with dropout) of 16 examples,
-// forward and backward, on the x86-64-v4 and -v3 kernels, the fastest of many runs in cycles: example at a time
+// forward and backward, on the x86-64-v4, -v3 and generic kernels, the fastest of many runs
+// in cycles: example at a time
 // (attention_forward / attention_backward, as the step had run it), and across the lanes
 // (cpu_attention_lanes.h) without and with the transpositions the step makes (the forward's
 // q | k | v in and mixed out; the backward's upstream gradient in and grad_qkv out), the
@@ -375,6 +376,7 @@ COPYTASK_INLINE void attention_timed(double hz, const char* variant) {
 }
 __attribute__((noinline, target(V4))) void attention_side_by_side_v4(double hz) { attention_timed<LanesV4>(hz, "x86-64-v4"); }
 __attribute__((noinline, target(V3))) void attention_side_by_side_v3(double hz) { attention_timed<LanesV3>(hz, "x86-64-v3"); }
+__attribute__((noinline)) void attention_side_by_side_generic(double hz) { attention_timed<LanesGeneric>(hz, "generic"); }
 }  // namespace
 
 namespace {
@@ -444,6 +446,7 @@ int main(int argc, char** argv) {
       products_side_by_side(hz);
       attention_side_by_side_v4(hz);
       attention_side_by_side_v3(hz);
+      attention_side_by_side_generic(hz);
     }
     std::printf("measured the same products of 16 examples across the lanes (a prototype): %.0f cycles, %.1f us, "
                 "%.1f us for 4 examples (%.0f flop, %.0f%% of 64 flop a cycle)\n",
