@@ -182,7 +182,7 @@ struct LanesTileShape {
 };
 
 template <class Lanes>
-COPYTASK_INLINE void lanes_product(const LanesProduct& p) {
+COPYTASK_INLINE void lanes_product_tiles(const LanesProduct& p) {
   using Vec = LanesChunk<Lanes>;
   constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
   for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
@@ -190,6 +190,31 @@ COPYTASK_INLINE void lanes_product(const LanesProduct& p) {
     for (; r + R <= p.rows; r += R) lanes_rows<Vec, R, NO>(p, r, 0, lane);
     for (; r < p.rows; ++r) lanes_rows<Vec, 1, NO>(p, r, 0, lane);
   }
+}
+
+// The product out of line, one function per variant, as matmul's (cpu_layers.h): inlined at
+// the attention's six call sites, its tiles had grown the step's function by a third.
+#if COPYTASK_CPU_VARIANTS
+__attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void lanes_product_x86_64_v4(
+    const LanesProduct& p) {
+  lanes_product_tiles<LanesV4>(p);
+}
+__attribute__((noinline, target("arch=x86-64-v3"))) inline void lanes_product_x86_64_v3(const LanesProduct& p) {
+  lanes_product_tiles<LanesV3>(p);
+}
+#endif
+__attribute__((noinline)) inline void lanes_product_generic(const LanesProduct& p) {
+  lanes_product_tiles<LanesGeneric>(p);
+}
+
+// The product in the variant of the tag Lanes.
+template <class Lanes>
+COPYTASK_INLINE void lanes_product(const LanesProduct& p) {
+#if COPYTASK_CPU_VARIANTS
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v4) return lanes_product_x86_64_v4(p);
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v3) return lanes_product_x86_64_v3(p);
+#endif
+  lanes_product_generic(p);
 }
 
 // ---- The attention across the lanes ----------------------------------------------------

@@ -212,8 +212,7 @@ class GroupWorkspace {
   };
   Lanes lanes_buffers(int64_t l = 0) {
     if (!lanes()) throw std::logic_error("GroupWorkspace: no lanes buffers in a group of " + std::to_string(group_));
-    if (l < 0 || l >= s_.L)
-      throw std::logic_error("GroupWorkspace: block " + std::to_string(l) + " of " + std::to_string(s_.L));
+    block_check(l);
     float* p = lanes_data_.data();
     return {p + lanes_layout_.offset(0) + l * kExampleLanes * 3 * s_.T * s_.D,
             p + lanes_layout_.offset(1), p + lanes_layout_.offset(2), p + lanes_layout_.offset(3),
@@ -225,7 +224,7 @@ class GroupWorkspace {
     float* masks[kDropoutSites];
   };
   Block block(int64_t l, int64_t g = 0) {
-    if (l < 0 || l >= s_.L) throw std::logic_error("GroupWorkspace: block " + std::to_string(l) + " of " + std::to_string(s_.L));
+    block_check(l);
     example_check(g);
     float* p = data_.data() + l * block_layout_.total();
     auto at = [&](BlockPart part) { return p + block_offset_[part] + g * block_example_floats_[part]; };
@@ -284,6 +283,9 @@ class GroupWorkspace {
   }
 
  private:
+  void block_check(int64_t l) const {
+    if (l < 0 || l >= s_.L) throw std::logic_error("GroupWorkspace: block " + std::to_string(l) + " of " + std::to_string(s_.L));
+  }
   void example_check(int64_t g) const {
     if (g < 0 || g >= group_)
       throw std::logic_error("GroupWorkspace: example " + std::to_string(g) + " of a group of " + std::to_string(group_));
@@ -332,6 +334,13 @@ struct Group {
   const int64_t* positions_of(int64_t g, int64_t T) const { return positions ? positions + g * T : nullptr; }
 };
 
+// Whether a member's attention takes the group across the lanes (cpu_attention_lanes.h): a
+// group of that many, and no hook at the scores or the softmax (those run in stages, example
+// by example).
+inline bool attention_in_lanes(const MemberConstants& c, const GroupWorkspace& work) {
+  return work.lanes() && !c.staged;
+}
+
 // The masks a variant's register holds (DropoutStream::fill): its width, 16 with AVX-512 and
 // 8 with AVX2; 0 (word by word) for the generic target, whose 8-wide vectors are two SSE
 // registers.
@@ -357,7 +366,7 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
     }
   // Where the attention takes the group across the lanes, its weights' masks are read there:
   // each block's, the examples' one after another, turned into lanes in place.
-  if (work.lanes() && !c.staged) {
+  if (attention_in_lanes(c, work)) {
     const int64_t HTT = s.H * s.T * s.T;
     float* lanes = work.lanes_buffers().bias;  // HTT in lanes, free until the attention
     for (int64_t l = 0; l < s.L; ++l) {
@@ -499,7 +508,7 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
                     rows, D);
   linear_forward<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, rows, D, 3 * D);  // (n T, 3D): q | k | v
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-  const bool lanes = work.lanes() && !c.staged;  // the attention across the lanes, after every example's hooks
+  const bool lanes = attention_in_lanes(c, work);  // after every example's hooks
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
@@ -562,7 +571,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, RD);
   linear_backward<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, rows, D, D);
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-  const bool lanes = work.lanes() && !c.staged;  // the attention across the lanes, before every example's hooks
+  const bool lanes = attention_in_lanes(c, work);  // before every example's hooks
   if (lanes) attention_backward_lanes_group<Lanes>(s, c, group, l, dropout, work);
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
