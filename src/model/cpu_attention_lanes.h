@@ -124,10 +124,10 @@ COPYTASK_INLINE void from_lanes(const float* in, int64_t n, int64_t count, float
 
 // ---- Products across the lanes --------------------------------------------------------
 
-// C(r, o) = sum over k < K of A(r, k) B(k, o) for r < rows, o < O, every element a lanes
-// vector: A(r, k) at A + 16 (r a_row + k a_red), B(k, o) at B + 16 (k b_row + o b_col), C(r,
-// o) at C + 16 (r c_row + o c_col) (set). Each lane's sum from 0 over k in order, one
-// multiply-add a k (fused where the variant has FMA), as matmul_tile's.
+// C(r, o) = (or +=) sum over k < K of A(r, k) B(k, o) for r < rows, o < O, every element a
+// lanes vector: A(r, k) at A + 16 (r a_row + k a_red), B(k, o) at B + 16 (k b_row + o b_col),
+// C(r, o) at C + 16 (r c_row + o c_col). Each lane's sum from 0 (or C's value) over k in order,
+// one multiply-add a k (fused where the variant has FMA), as matmul_tile's.
 struct LanesProduct {
   const float* A;
   int64_t a_row, a_red;
@@ -136,16 +136,19 @@ struct LanesProduct {
   float* C;
   int64_t c_row, c_col;
   int64_t rows, K, O;
+  bool accumulate = false;  // C += A B
 };
 
 // The tile: rows r0 .. r0 + R - 1 and columns o0 .. o0 + NO - 1 of C, lanes lane .. lane + W
 // - 1: R x NO accumulators, and each k loads R vectors of A and NO of B for R NO
 // multiply-adds.
-template <class Vec, int R, int NO>
+template <class Vec, int R, int NO, bool Accumulate>
 COPYTASK_INLINE void lanes_tile(const LanesProduct& p, int64_t r0, int64_t o0, int64_t lane) {
   Vec acc[R][NO];
   for (int r = 0; r < R; ++r)
-    for (int o = 0; o < NO; ++o) acc[r][o] = Vec{};
+    for (int o = 0; o < NO; ++o)
+      acc[r][o] = Accumulate ? load_vec<Vec>(p.C + lane + kExampleLanes * ((r0 + r) * p.c_row + (o0 + o) * p.c_col))
+                             : Vec{};
   const float* a_k = p.A + lane + kExampleLanes * r0 * p.a_row;
   const float* b_k = p.B + lane + kExampleLanes * o0 * p.b_col;
   for (int64_t k = 0; k < p.K; ++k, a_k += kExampleLanes * p.a_red, b_k += kExampleLanes * p.b_row) {
@@ -163,11 +166,11 @@ COPYTASK_INLINE void lanes_tile(const LanesProduct& p, int64_t r0, int64_t o0, i
 
 // Rows r0 .. r0 + R - 1, columns o .. O - 1: NO columns a tile, the last few in one tile of
 // fewer.
-template <class Vec, int R, int NO>
+template <class Vec, int R, int NO, bool Accumulate>
 COPYTASK_INLINE void lanes_rows(const LanesProduct& p, int64_t r0, int64_t o, int64_t lane) {
-  for (; o + NO <= p.O; o += NO) lanes_tile<Vec, R, NO>(p, r0, o, lane);
+  for (; o + NO <= p.O; o += NO) lanes_tile<Vec, R, NO, Accumulate>(p, r0, o, lane);
   if constexpr (NO > 1)
-    if (o < p.O) lanes_rows<Vec, R, NO - 1>(p, r0, o, lane);
+    if (o < p.O) lanes_rows<Vec, R, NO - 1, Accumulate>(p, r0, o, lane);
 }
 
 // The tile a variant's registers hold (accumulators, R vectors of A and one of B): 5 x 4 of
@@ -181,15 +184,21 @@ struct LanesTileShape {
                                                                        : 2;
 };
 
-template <class Lanes>
-COPYTASK_INLINE void lanes_product_tiles(const LanesProduct& p) {
+template <class Lanes, bool Accumulate>
+COPYTASK_INLINE void lanes_product_started(const LanesProduct& p) {
   using Vec = LanesChunk<Lanes>;
   constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
   for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
     int64_t r = 0;
-    for (; r + R <= p.rows; r += R) lanes_rows<Vec, R, NO>(p, r, 0, lane);
-    for (; r < p.rows; ++r) lanes_rows<Vec, 1, NO>(p, r, 0, lane);
+    for (; r + R <= p.rows; r += R) lanes_rows<Vec, R, NO, Accumulate>(p, r, 0, lane);
+    for (; r < p.rows; ++r) lanes_rows<Vec, 1, NO, Accumulate>(p, r, 0, lane);
   }
+}
+
+template <class Lanes>
+COPYTASK_INLINE void lanes_product_tiles(const LanesProduct& p) {
+  if (p.accumulate) lanes_product_started<Lanes, true>(p);
+  else lanes_product_started<Lanes, false>(p);
 }
 
 // The product out of line, one function per variant, as matmul's (cpu_layers.h): inlined at

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "model/cpu_attention_lanes.h"
+#include "model/cpu_lanes_layers.h"
 #include "model/cpu_layers.h"
 #include "model/float_layout.h"
 #include "model/hooks/cpu_hook.h"
@@ -95,9 +96,9 @@ struct MemberConstants {
   bool replaces_scores = false;                // a hook's score replaces q.k / sqrt(Dh) (staged too)
 };
 
-// Floats from a cache line's start (64 bytes): the attention across the lanes stores the
-// examples' rows in vectors (cpu_attention_lanes.h, from_lanes), and a vector store across
-// two lines cost twice the rest of the transposition.
+// Floats from a cache line's start (64 bytes): out of the lanes, the examples' rows are
+// stored in vectors (cpu_attention_lanes.h, from_lanes), and a vector store across two lines
+// cost twice the rest of the transposition.
 class LineAlignedFloats {
  public:
   void resize(int64_t n) {
@@ -193,22 +194,26 @@ class GroupWorkspace {
       const int64_t L = kExampleLanes;
       // q | k | v block by block: the forward's, read again by the backward.
       std::vector<FloatLayout::Part> parts{{"q | k | v across the lanes, every block's", s.L * L * 3 * TD},
-                                           {"mixed or its gradient across the lanes", L * TD},
+                                           {"the gradient at mixed across the lanes", L * TD},
                                            {"grad_qkv across the lanes", L * 3 * TD},
                                            {"score bias or a weights mask across the lanes", L * HTT},
                                            {"gradient at the logits across the lanes", L * HTT},
-                                           {"attention scratch across the lanes", attention_lanes_scratch_floats(s.T)}};
+                                           {"attention scratch across the lanes", attention_lanes_scratch_floats(s.T)},
+                                           // The examples' rows out of the lanes: the residual stream and its
+                                           // gradient at the ends, the masks on their way into the lanes.
+                                           {"rows out of the lanes", L * std::max({3 * TD, TF, HTT})}};
       lanes_layout_ = FloatLayout(std::move(parts));
       lanes_data_.resize(lanes_layout_.total());
     }
   }
-  // Whether the group's attention takes its examples across the lanes (cpu_attention_lanes.h):
-  // a group of exactly that many.
+  // Whether the group can take its examples across the lanes (cpu_lanes_layers.h): a group of
+  // exactly that many. Then every part of block() and tail() holds the group's floats in the
+  // lanes layout where the step runs in lanes (group_in_lanes), as many as the examples'.
   bool lanes() const { return group_ == kExampleLanes; }
-  // The buffers of the attention across the lanes (lanes() only), in lanes layout: block l's
-  // q | k | v, the others shared by the blocks.
+  // The buffers of the step across the lanes (lanes() only): block l's q | k | v, the others
+  // shared by the blocks; in lanes layout but the rows.
   struct Lanes {
-    float *qkv, *mixed, *grad_qkv, *bias, *grad_logits, *scratch;
+    float *qkv, *grad_mixed, *grad_qkv, *bias, *grad_logits, *scratch, *rows;
   };
   Lanes lanes_buffers(int64_t l = 0) {
     if (!lanes()) throw std::logic_error("GroupWorkspace: no lanes buffers in a group of " + std::to_string(group_));
@@ -216,7 +221,7 @@ class GroupWorkspace {
     float* p = lanes_data_.data();
     return {p + lanes_layout_.offset(0) + l * kExampleLanes * 3 * s_.T * s_.D,
             p + lanes_layout_.offset(1), p + lanes_layout_.offset(2), p + lanes_layout_.offset(3),
-            p + lanes_layout_.offset(4), p + lanes_layout_.offset(5)};
+            p + lanes_layout_.offset(4), p + lanes_layout_.offset(5), p + lanes_layout_.offset(6)};
   }
   // Block l's activations and its dropout masks, from example g's.
   struct Block {
@@ -334,12 +339,11 @@ struct Group {
   const int64_t* positions_of(int64_t g, int64_t T) const { return positions ? positions + g * T : nullptr; }
 };
 
-// Whether a member's attention takes the group across the lanes (cpu_attention_lanes.h): a
-// group of that many, and no hook at the scores or the softmax (those run in stages, example
-// by example).
-inline bool attention_in_lanes(const MemberConstants& c, const GroupWorkspace& work) {
-  return work.lanes() && !c.staged;
-}
+// Whether a member's step takes the group across the lanes (cpu_lanes_layers.h,
+// cpu_attention_lanes.h): a group of that many, and no hook at the scores or the softmax
+// (those run the attention in stages, example by example, and the member the whole step in
+// rows).
+inline bool group_in_lanes(const MemberConstants& c, const GroupWorkspace& work) { return work.lanes() && !c.staged; }
 
 // The masks a variant's register holds (DropoutStream::fill): its width, 16 with AVX-512 and
 // 8 with AVX2; 0 (word by word) for the generic target, whose 8-wide vectors are two SSE
@@ -364,31 +368,62 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
       }
       for (int64_t h = 0; h < s.H; ++h) square_transpose(a.masks[kAttentionWeights] + h * s.T * s.T, s.T);
     }
-  // Where the attention takes the group across the lanes, its weights' masks are read there:
-  // each block's, the examples' one after another, turned into lanes in place.
-  if (attention_in_lanes(c, work)) {
-    const int64_t HTT = s.H * s.T * s.T;
-    float* lanes = work.lanes_buffers().bias;  // HTT in lanes, free until the attention
-    for (int64_t l = 0; l < s.L; ++l) {
-      float* masks = work.block(l).masks[kAttentionWeights];
-      to_lanes<Lanes>(masks, HTT, group.n, HTT, lanes);
-      std::copy(lanes, lanes + HTT * kExampleLanes, masks);
-    }
+  // Where the step takes the group across the lanes, its masks are read there: each site's,
+  // the examples' one after another, turned into lanes in place.
+  if (group_in_lanes(c, work)) {
+    float* lanes = work.lanes_buffers().rows;  // free until the forward
+    for (int64_t l = 0; l < s.L; ++l)
+      for (int site = 0; site < kDropoutSites; ++site) {
+        const int64_t n = layout.example_size(static_cast<DropoutSite>(site));
+        float* masks = work.block(l).masks[site];
+        to_lanes<Lanes>(masks, n, group.n, n, lanes);
+        std::copy(lanes, lanes + n * kExampleLanes, masks);
+      }
   }
 }
 
-// Block l's attention for the whole group with its examples across the lanes
-// (cpu_attention_lanes.h): the examples' q | k | v (after their query_key hooks) and score
-// biases into the lanes, the attention, the mixed values back to the examples. The weights
-// stay in the lanes, in the block's weights part (the group's examples' floats), where the
-// backward reads them, as the weights' masks (masks_draw).
+// The blocks' parameters' gradients of a member's partition, summed a lane apart
+// (cpu_lanes_layers.h: each lane its examples' terms in order): element e of parameter j at
+// data[16 (offset[j] - offset[the first block parameter] + e) + lane]. Added across the lanes,
+// in the lanes' order, into the partition's flat gradient at its end (lanes_gradient_add).
+struct LanesGradient {
+  float* data = nullptr;
+  const std::vector<int64_t>* offset = nullptr;  // ParameterTable::offset
+  float* of(int j) const { return data + kExampleLanes * ((*offset)[j] - (*offset)[kFirstBlock]); }
+};
+
+// ---- One member's model, a group of 16 examples across the lanes ----------------------------
+// The layers of cpu_lanes_layers.h and cpu_attention_lanes.h, every activation of block() and
+// tail() in the lanes layout, the examples' floats of a part being the lanes' (G = 16). In
+// rows: the embedding and its hooks, the query_key hooks, the final layer norm, the head and
+// the loss (their floats transposed at the ends), and the gradients the sums over the examples
+// read (cpu_lanes_layers.h).
+
+// Block l's attention of the group in lanes: the examples' q | k | v (after their query_key
+// hooks, in rows) in the block's lanes buffer, the score biases into lanes, the attention; the
+// mixed values (the block's mixed) and the weights (the block's weights) in lanes, where the
+// backward reads them.
 template <class Lanes>
 COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberConstants& c, const Group& group,
                                                    int64_t l, bool dropout, GroupWorkspace& work) {
   const int64_t T = s.T, TD = s.T * s.D, n = group.n;
-  auto a = work.block(l);  // example 0's: each part holds the group's examples one after another
+  auto a = work.block(l);
   const auto x = work.lanes_buffers(l);
-  to_lanes<Lanes>(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
+  if (!c.query_key.empty()) {
+    // The hooks act on each example's rows: out of the lanes and back.
+    from_lanes<Lanes>(x.qkv, 3 * TD, n, a.qkv, 3 * TD);
+    const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+    for (int64_t g = 0; g < n; ++g) {
+      float* qkv = work.block(l, g).qkv;
+      for (size_t k = 0; k < c.query_key.size(); ++k) {
+        c.hooks[c.query_key[k]]->query_key_forward(group.hooks[g][c.query_key[k]], l, qkv);
+        // Each hook's backward reads the values it made: kept where a later hook changes them.
+        if (static_cast<int64_t>(k) < snapshots)
+          std::copy(qkv, qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
+      }
+    }
+    to_lanes<Lanes>(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
+  }
   if (c.bias >= 0) {
     // bias (H, T queries, T keys) of each example, into the lanes key-major.
     std::fill(x.bias, x.bias + s.H * T * T * kExampleLanes, 0.0f);
@@ -400,14 +435,14 @@ COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberC
     }
   }
   attention_forward_lanes<Lanes>(x.qkv, c.bias >= 0 ? x.bias : nullptr, c.causal,
-                                 dropout ? a.masks[kAttentionWeights] : nullptr, a.weights, x.mixed, x.scratch, T, s.H,
+                                 dropout ? a.masks[kAttentionWeights] : nullptr, a.weights, a.mixed, x.scratch, T, s.H,
                                  s.Dh);
-  from_lanes<Lanes>(x.mixed, TD, n, a.mixed, TD);
 }
 
-// Its backward, from the group's gradients at the mixed values (the tail's grad_b): the
-// examples' grad_qkv set, and each example's score bias gradient, where the hook wants one,
-// added to.
+// Its backward, from the gradient at the mixed values (the lanes buffer's grad_mixed): the
+// gradient at q | k | v in the lanes buffer's grad_qkv (through the query_key hooks' backward,
+// which act on the examples' rows: out of the lanes and back); each example's score bias
+// gradient, where the hook wants one, added to.
 template <class Lanes>
 COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const MemberConstants& c, const Group& group,
                                                     int64_t l, bool dropout, GroupWorkspace& work) {
@@ -422,17 +457,149 @@ COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const Member
       grad_bias[g] = c.hooks[c.bias]->score_bias_grad(group.hooks[g][c.bias]);
       bias_gradient = bias_gradient || grad_bias[g];
     }
-  to_lanes<Lanes>(t.grad_b, TD, n, TD, x.mixed);
-  attention_backward_lanes<Lanes>(x.qkv, a.weights, c.causal, dropout ? a.masks[kAttentionWeights] : nullptr, x.mixed,
-                                  x.grad_qkv, bias_gradient ? x.grad_logits : nullptr, x.scratch, T, s.H, s.Dh);
-  from_lanes<Lanes>(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
+  attention_backward_lanes<Lanes>(x.qkv, a.weights, c.causal, dropout ? a.masks[kAttentionWeights] : nullptr,
+                                  x.grad_mixed, x.grad_qkv, bias_gradient ? x.grad_logits : nullptr, x.scratch, T, s.H,
+                                  s.Dh);
   for (int64_t g = 0; g < n; ++g)
     if (grad_bias[g])
       for (int64_t h = 0; h < s.H; ++h)
         for (int64_t i = 0; i < T; ++i)
           for (int64_t j = 0; j < T; ++j)
             grad_bias[g][(h * T + i) * T + j] += x.grad_logits[((h * T + j) * T + i) * kExampleLanes + g];
+  if (c.query_key.empty()) return;
+  from_lanes<Lanes>(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
+  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  for (int64_t g = 0; g < n; ++g) {
+    const HookExamples& e = group.hooks[g];
+    float* grad_qkv = work.tail(g).grad_qkv;
+    for (int64_t k = snapshots; k >= 0; --k) {
+      const float* made = k < snapshots ? work.snapshot(l, k, snapshots, g) : work.block(l, g).qkv;  // what hook k made
+      c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, grad_qkv, made);
+    }
+  }
+  to_lanes<Lanes>(t.grad_qkv, 3 * TD, n, 3 * TD, x.grad_qkv);
 }
+
+// Block l's forward of the group in lanes: x (T, D) in lanes in and out; keeps its
+// activations in the workspace, in lanes.
+template <class Lanes>
+COPYTASK_INLINE void block_forward_lanes(const Shape& s, const MemberConstants& c, const Group& group, int64_t l,
+                                         bool dropout, GroupWorkspace& work, float* x, float* scratch) {
+  const int64_t T = s.T, D = s.D, F = s.F;
+  const int64_t RD = kExampleLanes * T * D, RF = kExampleLanes * T * F;  // a part's lanes floats
+  auto a = work.block(l);
+  auto mask = [&](DropoutSite site) -> const float* { return dropout ? a.masks[site] : nullptr; };
+  // x += dropout(proj(attention(ln1(x)))).
+  layernorm_forward_lanes<Lanes>(x, c.value[block_index(l, kLn1W)], c.value[block_index(l, kLn1B)], a.normalized1,
+                                 a.rstd1, a.attn_in, T, D);
+  linear_forward_lanes<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, work.lanes_buffers(l).qkv, T, D,
+                              3 * D);  // (T, 3D): q | k | v
+  attention_forward_lanes_group<Lanes>(s, c, group, l, dropout, work);
+  linear_forward_lanes<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch,
+                              T, D, D);
+  residual_forward(x, scratch, mask(kAttentionOutput), RD);
+  // x += dropout(fc2(dropout(f(fc1(ln2(x)))))), f the activation.
+  layernorm_forward_lanes<Lanes>(x, c.value[block_index(l, kLn2W)], c.value[block_index(l, kLn2B)], a.normalized2,
+                                 a.rstd2, a.ff_in, T, D);
+  linear_forward_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
+                              a.pre_activation, T, D, F);
+  activation_forward(c.activation, a.pre_activation, mask(kHidden), a.hidden, RF);
+  linear_forward_lanes<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)], scratch,
+                              T, F, D);
+  residual_forward(x, scratch, mask(kFeedForwardOutput), RD);
+}
+
+// A linear layer's backward in lanes: its weight (and bias) gradient a lane apart, into
+// grad_w_l and grad_bias_l (LanesGradient), and grad_in = grad_out @ w^T where wanted; the
+// activations in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_backward_lanes(const float* in_l, const float* grad_out_l, const float* w_t, float* grad_w_l,
+                                           float* grad_bias_l, float* grad_in_l, int64_t T, int64_t I, int64_t O) {
+  linear_weight_gradient_lanes<Lanes>(in_l, grad_out_l, grad_w_l, grad_bias_l, T, I, O);
+  if (grad_in_l) linear_input_gradient_lanes<Lanes>(grad_out_l, w_t, grad_in_l, T, I, O);
+}
+
+// A layer norm's backward in lanes: grad_x += the gradient through it of grad_out; its weight
+// and bias gradients a lane apart (LanesGradient); the activations in lanes.
+template <class Lanes>
+COPYTASK_INLINE void layernorm_backward_lanes(const float* normalized_l, const float* rstd_l, const float* weight,
+                                              const float* grad_out_l, float* grad_weight_l, float* grad_bias_l,
+                                              float* grad_x_l, int64_t T, int64_t D, float* scratch_l) {
+  layernorm_parameter_gradients_lanes<Lanes>(normalized_l, grad_out_l, grad_weight_l, grad_bias_l, T, D);
+  layernorm_input_gradient_lanes<Lanes>(normalized_l, rstd_l, weight, grad_out_l, grad_x_l, T, D, scratch_l);
+}
+
+// Block l's backward of the group in lanes: t.grad_x (lanes) is d(loss)/d(the block's
+// output) on entry, d(its input) on exit; the block's parameter gradients accumulate a lane
+// apart into `lanes` (LanesGradient), the tables' into `grad`.
+template <class Lanes>
+COPYTASK_INLINE void block_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
+                                          const LanesGradient& lanes, int64_t l, bool dropout, GroupWorkspace& work) {
+  const int64_t T = s.T, D = s.D, F = s.F;
+  const int64_t RD = kExampleLanes * T * D, RF = kExampleLanes * T * F;  // a part's lanes floats
+  auto a = work.block(l);
+  auto t = work.tail();
+  const auto x = work.lanes_buffers(l);
+  auto mask = [&](DropoutSite site) -> const float* { return dropout ? a.masks[site] : nullptr; };
+  auto grad_of = [&](int which) { return lanes.of(block_index(l, which)); };
+  auto transposed = [&](int which) { return c.transposed[block_index(l, which)].data(); };
+
+  // Feed-forward: out = in + dropout(fc2(hidden)).
+  residual_backward(t.grad_x, mask(kFeedForwardOutput), t.grad_a, RD);
+  linear_backward_lanes<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden, T,
+                               F, D);
+  activation_backward(c.activation, a.pre_activation, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
+  linear_backward_lanes<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D,
+                               F);
+  layernorm_backward_lanes<Lanes>(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W),
+                                  grad_of(kLn2B), t.grad_x, T, D, t.scratch);
+
+  // Attention: out = in + dropout(proj(mixed)).
+  residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, RD);
+  linear_backward_lanes<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), x.grad_mixed, T,
+                               D, D);
+  attention_backward_lanes_group<Lanes>(s, c, group, l, dropout, work);  // x.grad_qkv
+  linear_backward_lanes<Lanes>(a.attn_in, x.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, T, D, 3 * D);
+  layernorm_backward_lanes<Lanes>(a.normalized1, a.rstd1, c.value[block_index(l, kLn1W)], t.grad_b, grad_of(kLn1W),
+                                  grad_of(kLn1B), t.grad_x, T, D, t.scratch);
+}
+
+// The forward pass of the group in lanes up to its logits (the tail's logits, (n T, V), in
+// rows): the embedding in rows, into the lanes for the blocks, and out of them for the final
+// layer norm (its rows in the tail's normalized_f and final_in, as group_forward's).
+template <class Lanes>
+COPYTASK_INLINE void group_forward_lanes(const Shape& s, const MemberConstants& c, const Group& group, bool dropout,
+                                         GroupWorkspace& work) {
+  auto t = work.tail();
+  const auto x = work.lanes_buffers();
+  const int64_t TD = s.T * s.D, rows = group.n * s.T;
+  for (int64_t g = 0; g < group.n; ++g) {
+    float* x_g = x.rows + g * TD;
+    embedding_forward(c.value[kTok], group.tokens_of(g), group.token_stride, x_g, s.T, s.D);
+    for (int k : c.embedding) c.hooks[k]->embedding_forward(group.hooks[g][k], x_g);
+  }
+  to_lanes<Lanes>(x.rows, TD, group.n, TD, t.x);
+  for (int64_t l = 0; l < s.L; ++l) block_forward_lanes<Lanes>(s, c, group, l, dropout, work, t.x, t.grad_a);
+  from_lanes<Lanes>(t.x, TD, group.n, x.rows, TD);
+  layernorm_forward(x.rows, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, rows, s.D);
+  linear_forward<Lanes>(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, rows, s.D, s.V);
+}
+
+// The blocks' backward of the group in lanes, from the gradient at the final layer norm's
+// input (grad_x, the examples' rows); leaves the gradient at the embedding's output in
+// grad_x.
+template <class Lanes>
+COPYTASK_INLINE void blocks_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
+                                           const LanesGradient& lanes, bool dropout, GroupWorkspace& work,
+                                           float* grad_x) {
+  auto t = work.tail();
+  const int64_t TD = s.T * s.D;
+  to_lanes<Lanes>(grad_x, TD, group.n, TD, t.grad_x);
+  for (int64_t l = s.L - 1; l >= 0; --l) block_backward_lanes<Lanes>(s, c, group, lanes, l, dropout, work);
+  from_lanes<Lanes>(t.grad_x, TD, group.n, grad_x, TD);
+}
+
+// ---- One member's model, a group of examples in rows ----------------------------------------
 
 // The attention of block l of example g in stages, for a member with hooks at the scores or
 // softmax site: scores (none when a hook replaces them: polar), the score bias, the scores
@@ -508,7 +675,6 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
                     rows, D);
   linear_forward<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, rows, D, 3 * D);  // (n T, 3D): q | k | v
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-  const bool lanes = attention_in_lanes(c, work);  // after every example's hooks
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
@@ -518,7 +684,6 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
       if (static_cast<int64_t>(k) < snapshots)
         std::copy(a_g.qkv, a_g.qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
     }
-    if (lanes) continue;
     const float* weights_mask = dropout ? a_g.masks[kAttentionWeights] : nullptr;
     if (c.staged) {
       attention_forward_staged<Lanes>(s, c, e, l, g, weights_mask, work);
@@ -528,7 +693,6 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
                                s.H, s.Dh);
     }
   }
-  if (lanes) attention_forward_lanes_group<Lanes>(s, c, group, l, dropout, work);
   linear_forward<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch, rows,
                         D, D);
   residual_forward(x, scratch, mask(kAttentionOutput), RD);
@@ -571,16 +735,12 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, RD);
   linear_backward<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, rows, D, D);
   const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-  const bool lanes = attention_in_lanes(c, work);  // before every example's hooks
-  if (lanes) attention_backward_lanes_group<Lanes>(s, c, group, l, dropout, work);
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
     auto t_g = work.tail(g);
     const float* weights_mask = dropout ? a_g.masks[kAttentionWeights] : nullptr;
-    if (lanes) {
-      // (the group's attention, above)
-    } else if (c.staged) {
+    if (c.staged) {
       attention_backward_staged<Lanes>(s, c, e, l, g, weights_mask, t_g.grad_b, work);
     } else {
       float* grad_bias = c.bias >= 0 ? c.hooks[c.bias]->score_bias_grad(e[c.bias]) : nullptr;
@@ -620,36 +780,45 @@ COPYTASK_INLINE void group_forward(const Shape& s, const MemberConstants& c, con
 }
 
 // Forward and backward of a group of one member's examples; adds their parameter (and
-// table) gradients to `grad` and their summed cross-entropies over the T positions to
-// `loss`, example by example.
+// table) gradients to `grad` (the blocks' to `lanes_gradient` instead, where the group runs
+// in lanes) and their summed cross-entropies over the T positions to `loss`, example by
+// example.
 void group_forward_backward(const Shape& s, const MemberConstants& c, const std::vector<int64_t>& offset,
                             const DropoutLayout& layout, Group& group, float loss_weight, GroupWorkspace& work,
-                            float* grad, double& loss) {
+                            float* grad, const LanesGradient& lanes_gradient, double& loss) {
   on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
     using Lanes = decltype(lanes);
     const bool dropout = c.stream != nullptr;
+    const bool in_lanes = group_in_lanes(c, work);
     const int64_t rows = group.n * s.T;
     if (dropout) masks_draw<Lanes>(s, c, layout, group, work);
     for (int64_t g = 0; g < group.n; ++g)
       hook_examples_begin(c, group.positions_of(g, s.T), grad, work.hooks(g), group.hooks[g]);
-    group_forward<Lanes>(s, c, group, dropout, work);
+    if (in_lanes) group_forward_lanes<Lanes>(s, c, group, dropout, work);
+    else group_forward<Lanes>(s, c, group, dropout, work);
     for (int64_t g = 0; g < group.n; ++g)
       loss += crossentropy_forward_backward(work.tail(g).logits, group.targets_of(g), group.target_stride, loss_weight,
                                             s.T, s.V, work.tail().scratch);
 
-    // Head and final layer norm, then the blocks from the last, then the embedding.
+    // Head and final layer norm, then the blocks from the last, then the embedding. The
+    // gradient at the blocks' output, and then at their input, in the examples' rows: in the
+    // tail's grad_x, or (the blocks in lanes, whose grad_x is in lanes) the rows buffer.
     auto t = work.tail();
+    float* grad_x = in_lanes ? work.lanes_buffers().rows : t.grad_x;
     linear_backward<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW],
                            grad + offset[kHeadB], t.grad_a, rows, s.D, s.V);
-    std::fill(t.grad_x, t.grad_x + rows * s.D, 0.0f);
+    std::fill(grad_x, grad_x + rows * s.D, 0.0f);
     layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
-                       t.grad_x, rows, s.D, t.scratch);
-    for (int64_t l = s.L - 1; l >= 0; --l) block_backward<Lanes>(s, c, group, offset, l, dropout, work, grad);
+                       grad_x, rows, s.D, t.scratch);
+    if (in_lanes)
+      blocks_backward_lanes<Lanes>(s, c, group, lanes_gradient, dropout, work, grad_x);
+    else
+      for (int64_t l = s.L - 1; l >= 0; --l) block_backward<Lanes>(s, c, group, offset, l, dropout, work, grad);
     for (int64_t g = 0; g < group.n; ++g) {
       const HookExamples& e = group.hooks[g];
-      const float* grad_x = work.tail(g).grad_x;
-      embedding_backward(grad_x, group.tokens_of(g), group.token_stride, grad + offset[kTok], s.T, s.D);
-      for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], grad_x);
+      const float* grad_x_g = grad_x + g * s.T * s.D;
+      embedding_backward(grad_x_g, group.tokens_of(g), group.token_stride, grad + offset[kTok], s.T, s.D);
+      for (int k : c.embedding) c.hooks[k]->embedding_backward(e[k], grad_x_g);
       for (size_t k = 0; k < c.hooks.size(); ++k) c.hooks[k]->example_end(e[k]);
     }
   });
@@ -869,8 +1038,21 @@ struct PartitionSums {
   std::vector<double> loss;     // (M, K)
 };
 
+// The blocks' parameters' gradients of a partition summed a lane apart (LanesGradient) added
+// into its flat gradient `grad`: each element's lanes one after another, in the lanes' order.
+void lanes_gradient_add(const LanesGradient& lanes, int64_t floats, float* grad) {
+  float* out = grad + (*lanes.offset)[kFirstBlock];
+  for (int64_t e = 0; e < floats; ++e) {
+    float sum = out[e];
+    for (int64_t lane = 0; lane < kExampleLanes; ++lane) sum += lanes.data[kExampleLanes * e + lane];
+    out[e] = sum;
+  }
+}
+
 // Every (member, partition) task sums its examples' gradients into its own buffer, G
-// examples at a time, and its examples' loss.
+// examples at a time, and its examples' loss. A member whose groups run in lanes sums its
+// blocks' parameters' gradients a lane apart first, and adds the lanes at the partition's
+// end: the same partition, member and batch give the same order whatever the threads.
 PartitionSums partitions_forward_backward(const Shape& s, const std::vector<MemberConstants>& constants,
                                           const ParameterTable& parameters, const BatchLayout& batch,
                                           const DropoutLayout& layout, const torch::Tensor& inputs,
@@ -889,12 +1071,20 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
   // hands each thread one contiguous range, and member-major ranges gave one thread the
   // cheaper schemes' members (the reference study: none, sinusoidal and learned on one of
   // two threads, rope, alibi and alibi+causal, 3% more work, on the other).
+  // The blocks' parameters, the last in a member's parameters (model/parameter_layout.h).
+  TORCH_CHECK(kFirstBlock + s.L * kPerBlock == static_cast<int64_t>(parameters.offset.size()),
+              "fused_cpu: the blocks' parameters must be the last");
+  const int64_t block_floats = parameters.total - parameters.offset[kFirstBlock];
   at::parallel_for(0, M * K, 1, [&](int64_t begin, int64_t end) {
     GroupWorkspace work(s, G, batch.hook_floats, batch.staged, batch.snapshots);
+    std::vector<float> lanes_data(static_cast<size_t>(work.lanes() ? kExampleLanes * block_floats : 0));
+    const LanesGradient lanes{lanes_data.data(), &parameters.offset};
     for (int64_t order = begin; order < end; ++order) {
       const int64_t m = order % M, k = order / M, task = m * K + k;
       float* grad = sums.gradient.data() + task * P;
       std::fill(grad, grad + P, 0.0f);
+      const bool in_lanes = group_in_lanes(constants[m], work);
+      if (in_lanes) std::fill(lanes_data.begin(), lanes_data.end(), 0.0f);
       const int64_t first = k * s.B / K, last = (k + 1) * s.B / K;
       double loss = 0;
       Group group;
@@ -909,8 +1099,9 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
         group.tokens = input_data + m * inputs.stride(0) + b * inputs.stride(1);
         group.targets = target_data + m * targets.stride(0) + b * targets.stride(1);
         group.positions = position_data ? position_data + (m * s.B + b) * s.T : nullptr;
-        group_forward_backward(s, constants[m], parameters.offset, layout, group, loss_weight, work, grad, loss);
+        group_forward_backward(s, constants[m], parameters.offset, layout, group, loss_weight, work, grad, lanes, loss);
       }
+      if (in_lanes) lanes_gradient_add(lanes, block_floats, grad);
       sums.loss[task] = loss;
     }
   });

@@ -18,18 +18,27 @@
 // nor on the members beside a member.
 //
 // Groups: the training step runs G consecutive examples of a partition through each layer
-// together: the linear layers, layer norms, residuals and ReLUs take the group's G T rows at
-// once, the attention and the positional hooks one example at a time. The losses and every
-// parameter's gradient are the same whatever G, bit for bit (tested): a product's element is
-// the same sum in the same order whatever its rows, and a weight's gradient sums the group's
-// rows in the examples' order, as the examples one after another did. One exception, within
-// float rounding: a table that the blocks share (the score bias, a learned rotation or
-// scale), whose hook at positions 0..T-1 sums its gradient straight into the member's block
-// after block, gets the group's terms of the last block first, then the block before.
-// (Under position IDs each example's table gradient is summed apart and added at its end:
-// exact again.) A group makes the small products larger
-// (fewer calls, and the weight gradients' sums run over G T rows, not T, so their
-// accumulators are loaded and stored a G-th as often); docs/performance.md has the timings.
+// together. In rows (any G): the linear layers, layer norms, residuals and ReLUs take the
+// group's G T rows at once, the attention and the positional hooks one example at a time.
+// Across the lanes (G = 16, the default, for a member with no hook at the scores or the
+// softmax): every layer of the blocks takes the 16 examples side by side in a vector's lanes
+// (model/cpu_lanes_layers.h, cpu_attention_lanes.h); the embedding, the positional hooks,
+// the final layer norm, the head and the loss stay in rows.
+// The losses and every gradient at an activation are the same whatever G and whichever
+// layout, bit for bit (tested): a product's element is the same sum in the same order
+// whatever its rows or lanes. The parameters' gradients in rows sum a group's rows in the
+// examples' order, as the examples one after another did: the same bits whatever G. Across
+// the lanes the blocks' parameters' gradients sum each lane's examples apart over a whole
+// partition, then the 16 lanes in order at its end: the same terms in another order, so the
+// same numbers within float rounding (about 1e-6 of a gradient's largest element, tested),
+// and always the same bits for the same batch, members and partitions, whatever the threads.
+// One more exception, within float rounding: a table that the blocks share (the score bias, a
+// learned rotation or scale), whose hook at positions 0..T-1 sums its gradient straight into
+// the member's block after block, gets the group's terms of the last block first, then the
+// block before. (Under position IDs each example's table gradient is summed apart and added
+// at its end: exact again.) A group makes the small products larger (fewer calls, and the
+// weight gradients' sums run over G T rows, not T, so their accumulators are loaded and
+// stored a G-th as often); docs/performance.md has the timings.
 //
 // Shapes: M members, B examples per member, T positions, D embed, H heads, Dh = D / H,
 // F FF hidden, V vocab, L blocks, K partitions of the examples, G examples a group.
@@ -42,11 +51,10 @@
 
 namespace copytask {
 
-// The training step's examples a group: 16, so that the attention takes the group's examples
-// across a vector's lanes (model/cpu_attention_lanes.h; a member whose hooks act at the
-// scores or the softmax keeps it example by example). The rest of the step is as fast with
-// 16 as with 4, which had measured faster than 1 and 2 and as fast as 8 (docs/performance.md);
-// a group's workspace is about 32 KB an example.
+// The training step's examples a group: 16, so that the blocks take the group's examples
+// across a vector's lanes (above; a member whose hooks act at the scores or the softmax runs
+// in rows). In rows the step is as fast with 16 as with 4, which had measured faster than 1
+// and 2 and as fast as 8 (docs/performance.md); a group's workspace is about 32 KB an example.
 constexpr int64_t kFusedCpuGroupExamples = 16;
 
 // Why the fused step cannot run this model ("" when it can): not float32 on the CPU.

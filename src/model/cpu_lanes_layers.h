@@ -1,0 +1,281 @@
+#pragma once
+// The encoder's row-wise layers for a group of 16 examples with the examples across a
+// vector's lanes (the layout of cpu_attention_lanes.h: element i of the 16 examples at 16 i ..
+// 16 i + 15, lane e example e's): the linear layers' forward and input gradient, their weight
+// gradient, and the layer norm forward and backward. model/fused_cpu.cpp runs every block in
+// this layout around the attention across the lanes, so that nothing is transposed between
+// the layers.
+//
+// Every activation and every gradient at an activation is the number the example-at-a-time
+// layers of cpu_layers.h give, bit for bit: each lane runs their operations in their order (a
+// linear layer's sums from the bias or 0 over k in order, one multiply-add a k; a layer
+// norm's sums in rows_sum's order). The parameters' gradients, sums over the examples, are
+// summed a lane apart (each lane its examples' in order) and across the lanes at a
+// partition's end: the same terms in another order, so the same numbers within rounding.
+// Kept in the examples' order, they had to read each gradient's rows out of the lanes: the
+// transpositions had cost what the lanes saved (docs/performance.md).
+//
+// Shapes: T positions, I inputs, O outputs, D the layer norm's width; "(T, I) in lanes" is T I
+// lanes elements, element (t, i) at 16 (t I + i).
+#include <cmath>
+#include <cstdint>
+
+#include "model/cpu_attention_lanes.h"
+#include "model/cpu_layers.h"
+
+namespace copytask::cpu {
+
+// ---- Linear layers across the lanes ------------------------------------------------------
+
+// C (rows, O) in lanes = bias (O) (or 0) + A (rows, K) in lanes @ W (K, O), W shared by the
+// lanes: A(r, k) at A + 16 (r a_row + k), W(k, o) at W[k w_row + o], C(r, o) at C + 16 (r c_row
+// + o). Each lane's sum is matmul_tile's: the bias (or 0), then one multiply-add a k in order.
+struct LanesLinear {
+  const float* A;
+  int64_t a_row;
+  const float* W;
+  int64_t w_row;
+  const float* bias;  // (O), or null
+  float* C;
+  int64_t c_row;
+  int64_t rows, K, O;
+};
+
+// The tile: rows r0 .. r0 + R - 1, columns o0 .. o0 + NO - 1, lanes lane .. lane + W - 1. Each
+// k loads R vectors of A and broadcasts NO weights for R NO multiply-adds.
+template <class Vec, int R, int NO, bool Bias>
+COPYTASK_INLINE void lanes_linear_tile(const LanesLinear& p, int64_t r0, int64_t o0, int64_t lane) {
+  Vec acc[R][NO];
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < NO; ++o) acc[r][o] = Bias ? Vec{} + p.bias[o0 + o] : Vec{};
+  const float* a_k = p.A + lane + kExampleLanes * r0 * p.a_row;
+  const float* w_k = p.W + o0;
+  for (int64_t k = 0; k < p.K; ++k, a_k += kExampleLanes, w_k += p.w_row) {
+    Vec a[R];
+    for (int r = 0; r < R; ++r) a[r] = load_vec<Vec>(a_k + kExampleLanes * r * p.a_row);
+    for (int o = 0; o < NO; ++o) {
+      const float w = w_k[o];
+      for (int r = 0; r < R; ++r) acc[r][o] += a[r] * w;
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < NO; ++o) store_vec(p.C + lane + kExampleLanes * ((r0 + r) * p.c_row + o0 + o), acc[r][o]);
+}
+
+// Rows r0 .. r0 + R - 1, columns o .. O - 1: NO columns a tile, the last few in one of fewer.
+template <class Vec, int R, int NO, bool Bias>
+COPYTASK_INLINE void lanes_linear_rows(const LanesLinear& p, int64_t r0, int64_t o, int64_t lane) {
+  for (; o + NO <= p.O; o += NO) lanes_linear_tile<Vec, R, NO, Bias>(p, r0, o, lane);
+  if constexpr (NO > 1)
+    if (o < p.O) lanes_linear_rows<Vec, R, NO - 1, Bias>(p, r0, o, lane);
+}
+
+// The tiles of the attention's products (LanesTileShape): R rows of A and NO columns, with a
+// broadcast weight where those had a vector of B.
+template <class Lanes, bool Bias>
+COPYTASK_INLINE void lanes_linear_tiles(const LanesLinear& p) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
+  for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
+    int64_t r = 0;
+    for (; r + R <= p.rows; r += R) lanes_linear_rows<Vec, R, NO, Bias>(p, r, 0, lane);
+    for (; r < p.rows; ++r) lanes_linear_rows<Vec, 1, NO, Bias>(p, r, 0, lane);
+  }
+}
+
+template <class Lanes>
+COPYTASK_INLINE void lanes_linear_started(const LanesLinear& p) {
+  if (p.bias) lanes_linear_tiles<Lanes, true>(p);
+  else lanes_linear_tiles<Lanes, false>(p);
+}
+
+// Out of line, one function per variant, as matmul and lanes_product.
+#if COPYTASK_CPU_VARIANTS
+__attribute__((noinline, target("arch=x86-64-v4,prefer-vector-width=512"))) inline void lanes_linear_x86_64_v4(
+    const LanesLinear& p) {
+  lanes_linear_started<LanesV4>(p);
+}
+__attribute__((noinline, target("arch=x86-64-v3"))) inline void lanes_linear_x86_64_v3(const LanesLinear& p) {
+  lanes_linear_started<LanesV3>(p);
+}
+#endif
+__attribute__((noinline)) inline void lanes_linear_generic(const LanesLinear& p) { lanes_linear_started<LanesGeneric>(p); }
+
+template <class Lanes>
+COPYTASK_INLINE void lanes_linear(const LanesLinear& p) {
+#if COPYTASK_CPU_VARIANTS
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v4) return lanes_linear_x86_64_v4(p);
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v3) return lanes_linear_x86_64_v3(p);
+#endif
+  lanes_linear_generic(p);
+}
+
+// linear_forward across the lanes: out (T, O) = in (T, I) @ w (I, O) + bias (O), both in lanes;
+// bias may be null.
+template <class Lanes>
+COPYTASK_INLINE void linear_forward_lanes(const float* in_l, const float* w, const float* bias, float* out_l, int64_t T,
+                                          int64_t I, int64_t O) {
+  lanes_linear<Lanes>(LanesLinear{in_l, I, w, O, bias, out_l, O, T, I, O});
+}
+
+// linear_backward's input gradient across the lanes: grad_in (T, I) = grad_out (T, O) @ w^T,
+// both in lanes, read from w_t = w^T (O, I).
+template <class Lanes>
+COPYTASK_INLINE void linear_input_gradient_lanes(const float* grad_out_l, const float* w_t, float* grad_in_l, int64_t T,
+                                                 int64_t I, int64_t O) {
+  lanes_linear<Lanes>(LanesLinear{grad_out_l, O, w_t, I, nullptr, grad_in_l, I, T, O, I});
+}
+
+// linear_backward's weight and bias gradients, each lane's own: grad_w_l (I, O) += in^T @
+// grad_out and grad_bias_l (O) += the column sums of grad_out (when given), lane e summing
+// example e's rows in order. in (T, I), grad_out (T, O) and both gradients in lanes. The
+// examples' sums stay apart, one a lane, for a whole partition of the batch, and are added
+// across the lanes at its end (model/fused_cpu.cpp): a sum over the examples in an order of
+// lanes, not the examples' one after another that linear_backward takes over a group's rows.
+template <class Lanes>
+COPYTASK_INLINE void linear_weight_gradient_lanes(const float* in_l, const float* grad_out_l, float* grad_w_l,
+                                                  float* grad_bias_l, int64_t T, int64_t I, int64_t O) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  if (grad_bias_l)
+    for (int64_t lane = 0; lane < kExampleLanes; lane += W)
+      for (int64_t o = 0; o < O; ++o) {
+        Vec sum = load_vec<Vec>(grad_bias_l + kExampleLanes * o + lane);
+        for (int64_t t = 0; t < T; ++t) sum += load_vec<Vec>(grad_out_l + kExampleLanes * (t * O + o) + lane);
+        store_vec(grad_bias_l + kExampleLanes * o + lane, sum);
+      }
+  // grad_w (i, o) += sum over t of in(t, i) grad_out(t, o).
+  lanes_product<Lanes>(LanesProduct{in_l, 1, I, grad_out_l, O, 1, grad_w_l, O, 1, I, T, O, true});
+}
+
+// ---- Layer norm across the lanes -------------------------------------------------------------
+// Each lane's sums are rows_sum's, rows_dot's and rows_squared_deviation's: eight partial sums
+// from 0 of every eighth element (d, d + 8, ... below full_lanes(D)), added as lanes_sums adds
+// them, then the last D % 8 elements one at a time. Element d of row t at x + 16 (t D + d).
+
+template <class Vec>
+COPYTASK_INLINE Vec lanes_partial_sums_added(const Vec (&acc)[8]) {
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// The lanes' sum over d < D of x_t[16 d].
+template <class Vec>
+COPYTASK_INLINE Vec lanes_row_sum(const float* x_t, int64_t D) {
+  Vec acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = Vec{};
+  const int64_t full = full_lanes(D);
+  for (int64_t d = 0; d < full; d += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += load_vec<Vec>(x_t + kExampleLanes * (d + j));
+  Vec sum = lanes_partial_sums_added(acc);
+  for (int64_t d = full; d < D; ++d) sum += load_vec<Vec>(x_t + kExampleLanes * d);
+  return sum;
+}
+
+// The lanes' sum over d < D of x_t[16 d] y_t[16 d].
+template <class Vec>
+COPYTASK_INLINE Vec lanes_row_dot(const float* x_t, const float* y_t, int64_t D) {
+  Vec acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = Vec{};
+  const int64_t full = full_lanes(D);
+  for (int64_t d = 0; d < full; d += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += load_vec<Vec>(x_t + kExampleLanes * (d + j)) * load_vec<Vec>(y_t + kExampleLanes * (d + j));
+  Vec sum = lanes_partial_sums_added(acc);
+  for (int64_t d = full; d < D; ++d) sum += load_vec<Vec>(x_t + kExampleLanes * d) * load_vec<Vec>(y_t + kExampleLanes * d);
+  return sum;
+}
+
+// The lanes' sum over d < D of (x_t[16 d] - mean)^2.
+template <class Vec>
+COPYTASK_INLINE Vec lanes_row_squared_deviation(const float* x_t, Vec mean, int64_t D) {
+  Vec acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = Vec{};
+  const int64_t full = full_lanes(D);
+  for (int64_t d = 0; d < full; d += 8)
+    for (int j = 0; j < 8; ++j) {
+      const Vec deviation = load_vec<Vec>(x_t + kExampleLanes * (d + j)) - mean;
+      acc[j] += deviation * deviation;
+    }
+  Vec sum = lanes_partial_sums_added(acc);
+  for (int64_t d = full; d < D; ++d) {
+    const Vec deviation = load_vec<Vec>(x_t + kExampleLanes * d) - mean;
+    sum += deviation * deviation;
+  }
+  return sum;
+}
+
+// layernorm_forward across the lanes: x, normalized, out (T, D) and rstd (T) in lanes.
+template <class Lanes>
+COPYTASK_INLINE void layernorm_forward_lanes(const float* x_l, const float* weight, const float* bias,
+                                             float* normalized_l, float* rstd_l, float* out_l, int64_t T, int64_t D) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  for (int64_t lane = 0; lane < kExampleLanes; lane += W)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t row = kExampleLanes * t * D + lane;
+      const float* x_t = x_l + row;
+      const Vec mean = lanes_row_sum<Vec>(x_t, D) / static_cast<float>(D);
+      const Vec variance = lanes_row_squared_deviation<Vec>(x_t, mean, D) / static_cast<float>(D);
+      Vec r{};
+      for (int e = 0; e < W; ++e) r[e] = 1.0f / std::sqrt(variance[e] + 1e-5f);
+      store_vec(rstd_l + kExampleLanes * t + lane, r);
+      for (int64_t d = 0; d < D; ++d) {
+        const Vec n = (load_vec<Vec>(x_t + kExampleLanes * d) - mean) * r;
+        store_vec(normalized_l + row + kExampleLanes * d, n);
+        store_vec(out_l + row + kExampleLanes * d, n * weight[d] + bias[d]);
+      }
+    }
+}
+
+// layernorm_backward's gradient at the input across the lanes: grad_x (T, D) += the gradient
+// through the layer norm of grad_out (T, D); normalized and rstd as the forward left them; all
+// in lanes. scratch: D lanes elements.
+template <class Lanes>
+COPYTASK_INLINE void layernorm_input_gradient_lanes(const float* normalized_l, const float* rstd_l, const float* weight,
+                                                    const float* grad_out_l, float* grad_x_l, int64_t T, int64_t D,
+                                                    float* scratch_l) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  for (int64_t lane = 0; lane < kExampleLanes; lane += W)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t row = kExampleLanes * t * D + lane;
+      const float* n_t = normalized_l + row;
+      float* gn = scratch_l + lane;  // d(normalized) = grad_out * weight
+      for (int64_t d = 0; d < D; ++d)
+        store_vec(gn + kExampleLanes * d, load_vec<Vec>(grad_out_l + row + kExampleLanes * d) * weight[d]);
+      const Vec mean_g = lanes_row_sum<Vec>(gn, D) / static_cast<float>(D);
+      const Vec mean_gn = lanes_row_dot<Vec>(gn, n_t, D) / static_cast<float>(D);
+      const Vec r = load_vec<Vec>(rstd_l + kExampleLanes * t + lane);
+      float* gx_t = grad_x_l + row;
+      for (int64_t d = 0; d < D; ++d) {
+        const int64_t at = kExampleLanes * d;
+        store_vec(gx_t + at, load_vec<Vec>(gx_t + at) +
+                                 r * (load_vec<Vec>(gn + at) - mean_g - load_vec<Vec>(n_t + at) * mean_gn));
+      }
+    }
+}
+
+// layernorm_backward's weight and bias gradients (D each), each lane's own:
+// grad_weight_l += grad_out * normalized and grad_bias_l += grad_out, lane e summing example
+// e's rows in order (as linear_weight_gradient_lanes). All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void layernorm_parameter_gradients_lanes(const float* normalized_l, const float* grad_out_l,
+                                                         float* grad_weight_l, float* grad_bias_l, int64_t T,
+                                                         int64_t D) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  for (int64_t lane = 0; lane < kExampleLanes; lane += W)
+    for (int64_t d = 0; d < D; ++d) {
+      const int64_t at = kExampleLanes * d + lane;
+      Vec weight_sum = load_vec<Vec>(grad_weight_l + at), bias_sum = load_vec<Vec>(grad_bias_l + at);
+      for (int64_t t = 0; t < T; ++t) {
+        const Vec g = load_vec<Vec>(grad_out_l + kExampleLanes * t * D + at);
+        weight_sum += g * load_vec<Vec>(normalized_l + kExampleLanes * t * D + at);
+        bias_sum += g;
+      }
+      store_vec(grad_weight_l + at, weight_sum);
+      store_vec(grad_bias_l + at, bias_sum);
+    }
+}
+
+}  // namespace copytask::cpu
