@@ -207,8 +207,8 @@ class GroupWorkspace {
     }
   }
   // Whether the group can take its examples across the lanes (cpu_lanes_layers.h): a group of
-  // exactly that many. Then every part of block() and tail() holds the group's floats in the
-  // lanes layout where the step runs in lanes (group_in_lanes), as many as the examples'.
+  // exactly that many. Where the step runs in lanes (group_in_lanes), the parts of block() and
+  // tail() that the blocks' layers use hold the group's floats in the lanes layout.
   bool lanes() const { return group_ == kExampleLanes; }
   // The buffers of the step across the lanes (lanes() only): block l's q | k | v, the others
   // shared by the blocks; in lanes layout but the rows.
@@ -393,11 +393,12 @@ struct LanesGradient {
 };
 
 // ---- One member's model, a group of 16 examples across the lanes ----------------------------
-// The layers of cpu_lanes_layers.h and cpu_attention_lanes.h, every activation of block() and
-// tail() in the lanes layout, the examples' floats of a part being the lanes' (G = 16). In
-// rows: the embedding and its hooks, the query_key hooks, the final layer norm, the head and
-// the loss (their floats transposed at the ends), and the gradients the sums over the examples
-// read (cpu_lanes_layers.h).
+// The layers of cpu_lanes_layers.h and cpu_attention_lanes.h, the blocks' activations and
+// their gradients in the lanes layout, in the parts of block() and tail() (G = 16: a part's
+// floats are as many as the lanes'). In rows: the embedding and its hooks, the query_key hooks
+// (on the block's qkv part and the tail's grad_qkv, in rows), the final layer norm, the head
+// and the loss (the tail's parts after the blocks); the residual stream is transposed at the
+// blocks' two ends.
 
 // Block l's attention of the group in lanes: the examples' q | k | v (after their query_key
 // hooks, in rows) in the block's lanes buffer, the score biases into lanes, the attention; the
