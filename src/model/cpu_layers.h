@@ -436,21 +436,16 @@ COPYTASK_INLINE void linear_forward(const float* in, const float* w, const float
 
 // grad_w (I, O) += in^T @ grad_out; grad_bias (O) += the column sums of grad_out (when
 // given); grad_in (T, I) = grad_out @ w^T (when given), read from w_t = w^T (O, I).
-// grad_bias (O) += the column sums of grad_out (T, O): each column summed row after row,
-// several columns in a vector's lanes.
-COPYTASK_INLINE void bias_gradient(const float* grad_out, float* grad_bias, int64_t T, int64_t O) {
-  over_lanes(O, [&](auto lane, int64_t o) COPYTASK_KERNEL_BODY {
-    using Lane = decltype(lane);
-    Lane sum = load_vec<Lane>(grad_bias + o);
-    for (int64_t t = 0; t < T; ++t) sum += load_vec<Lane>(grad_out + t * O + o);
-    store_vec(grad_bias + o, sum);
-  });
-}
-
 template <class Lanes>
 COPYTASK_INLINE void linear_backward(const float* in, const float* grad_out, const float* w_t, float* grad_w,
                                      float* grad_bias, float* grad_in, int64_t T, int64_t I, int64_t O) {
-  if (grad_bias) bias_gradient(grad_out, grad_bias, T, O);
+  if (grad_bias)  // each column summed row after row, several columns in a vector's lanes
+    over_lanes(O, [&](auto lane, int64_t o) {
+      using Lane = decltype(lane);
+      Lane sum = load_vec<Lane>(grad_bias + o);
+      for (int64_t t = 0; t < T; ++t) sum += load_vec<Lane>(grad_out + t * O + o);
+      store_vec(grad_bias + o, sum);
+    });
   matmul<Lanes>(in, 1, I, grad_out, nullptr, grad_w, I, T, O, true);  // rows i, summed over t
   if (grad_in) matmul<Lanes>(grad_out, O, 1, w_t, nullptr, grad_in, T, O, I, false);
 }
@@ -596,40 +591,27 @@ COPYTASK_INLINE void layernorm_forward(const float* x, const float* weight, cons
   }
 }
 
-// The layer norm's weight and bias gradients (D each) += those of rows < T of grad_out (T,
-// D), the normalized rows (T, D) as the forward left them: row after row.
-COPYTASK_INLINE void layernorm_parameter_gradients(const float* normalized, const float* grad_out, float* grad_weight,
-                                                   float* grad_bias, int64_t T, int64_t D) {
-  for (int64_t t = 0; t < T; ++t) {
-    const float* n_t = normalized + t * D;
-    const float* g_t = grad_out + t * D;
-    over_lanes(D, [&](auto lane, int64_t d) COPYTASK_KERNEL_BODY {
-      using Lane = decltype(lane);
-      const Lane g = load_vec<Lane>(g_t + d);
-      store_vec(grad_weight + d, load_vec<Lane>(grad_weight + d) + g * load_vec<Lane>(n_t + d));
-      store_vec(grad_bias + d, load_vec<Lane>(grad_bias + d) + g);
-    });
-  }
-}
-
 // grad_x (T, D) += the gradient through the layer norm of grad_out; the weight and bias
 // gradients accumulate, row after row. scratch: layernorm_backward_scratch_floats(D). The rows
-// go in blocks of eight, as in the forward: the block's weight and bias gradients and each
-// row's d(normalized) first, then the block's sixteen means, whose chains do not wait on each
-// other, then the rows' gradients. Each row's arithmetic is the same.
+// go in blocks of eight, as in the forward: each row's d(normalized) first (and the weight's
+// and bias's gradients, in the rows' order), then the block's sixteen means, whose chains do
+// not wait on each other, then the rows' gradients. Each row's arithmetic is the same.
 COPYTASK_INLINE int64_t layernorm_backward_scratch_floats(int64_t D) { return kLayerNormRows * D + 8; }
 COPYTASK_INLINE void layernorm_backward(const float* normalized, const float* rstd, const float* weight,
                                         const float* grad_out, float* grad_weight, float* grad_bias, float* grad_x,
                                         int64_t T, int64_t D, float* scratch) {
   for (int64_t first = 0; first < T; first += kLayerNormRows) {
     const int64_t rows = std::min(kLayerNormRows, T - first);
-    layernorm_parameter_gradients(normalized + first * D, grad_out + first * D, grad_weight, grad_bias, rows, D);
     for (int64_t i = 0; i < rows; ++i) {
+      const float* n_t = normalized + (first + i) * D;
       const float* g_t = grad_out + (first + i) * D;
       float* gn = scratch + i * D;  // d(normalized) = grad_out * weight, row i of the block
       over_lanes(D, [&](auto lane, int64_t d) {
         using Lane = decltype(lane);
-        store_vec(gn + d, load_vec<Lane>(g_t + d) * load_vec<Lane>(weight + d));
+        const Lane g = load_vec<Lane>(g_t + d);
+        store_vec(grad_weight + d, load_vec<Lane>(grad_weight + d) + g * load_vec<Lane>(n_t + d));
+        store_vec(grad_bias + d, load_vec<Lane>(grad_bias + d) + g);
+        store_vec(gn + d, g * load_vec<Lane>(weight + d));
       });
     }
     // The means of d(normalized) and of d(normalized) * normalized, a block's rows at once.
