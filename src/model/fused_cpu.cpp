@@ -345,6 +345,29 @@ struct Group {
 // rows).
 inline bool group_in_lanes(const MemberConstants& c, const GroupWorkspace& work) { return work.lanes() && !c.staged; }
 
+// Example g's query_key hooks on its q | k | v rows (T, 3D) of block l, in order. Each hook's
+// backward reads the values it made: kept where a later hook changes them.
+COPYTASK_INLINE void query_key_forward(const MemberConstants& c, const HookExamples& e, int64_t l, int64_t g,
+                                       float* qkv, GroupWorkspace& work, int64_t TD) {
+  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  for (size_t k = 0; k < c.query_key.size(); ++k) {
+    c.hooks[c.query_key[k]]->query_key_forward(e[c.query_key[k]], l, qkv);
+    if (static_cast<int64_t>(k) < snapshots)
+      std::copy(qkv, qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
+  }
+}
+
+// Their backward, from the last: grad_qkv (T, 3D), example g's, through each hook, which reads
+// what it made (its snapshot, or for the last the block's q | k | v rows).
+COPYTASK_INLINE void query_key_backward(const MemberConstants& c, const HookExamples& e, int64_t l, int64_t g,
+                                        float* grad_qkv, GroupWorkspace& work) {
+  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
+  for (int64_t k = snapshots; k >= 0; --k) {
+    const float* made = k < snapshots ? work.snapshot(l, k, snapshots, g) : work.block(l, g).qkv;
+    c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, grad_qkv, made);
+  }
+}
+
 // The masks a variant's register holds (DropoutStream::fill): its width, 16 with AVX-512 and
 // 8 with AVX2; 0 (word by word) for the generic target, whose 8-wide vectors are two SSE
 // registers.
@@ -413,16 +436,7 @@ COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberC
   if (!c.query_key.empty()) {
     // The hooks act on each example's rows: out of the lanes and back.
     from_lanes<Lanes>(x.qkv, 3 * TD, n, a.qkv, 3 * TD);
-    const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-    for (int64_t g = 0; g < n; ++g) {
-      float* qkv = work.block(l, g).qkv;
-      for (size_t k = 0; k < c.query_key.size(); ++k) {
-        c.hooks[c.query_key[k]]->query_key_forward(group.hooks[g][c.query_key[k]], l, qkv);
-        // Each hook's backward reads the values it made: kept where a later hook changes them.
-        if (static_cast<int64_t>(k) < snapshots)
-          std::copy(qkv, qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
-      }
-    }
+    for (int64_t g = 0; g < n; ++g) query_key_forward(c, group.hooks[g], l, g, work.block(l, g).qkv, work, TD);
     to_lanes<Lanes>(a.qkv, 3 * TD, n, 3 * TD, x.qkv);
   }
   if (c.bias >= 0) {
@@ -469,15 +483,7 @@ COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const Member
             grad_bias[g][(h * T + i) * T + j] += x.grad_logits[((h * T + j) * T + i) * kExampleLanes + g];
   if (c.query_key.empty()) return;
   from_lanes<Lanes>(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
-  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
-  for (int64_t g = 0; g < n; ++g) {
-    const HookExamples& e = group.hooks[g];
-    float* grad_qkv = work.tail(g).grad_qkv;
-    for (int64_t k = snapshots; k >= 0; --k) {
-      const float* made = k < snapshots ? work.snapshot(l, k, snapshots, g) : work.block(l, g).qkv;  // what hook k made
-      c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, grad_qkv, made);
-    }
-  }
+  for (int64_t g = 0; g < n; ++g) query_key_backward(c, group.hooks[g], l, g, work.tail(g).grad_qkv, work);
   to_lanes<Lanes>(t.grad_qkv, 3 * TD, n, 3 * TD, x.grad_qkv);
 }
 
@@ -675,16 +681,10 @@ COPYTASK_INLINE void block_forward(const Shape& s, const MemberConstants& c, con
   layernorm_forward(x, c.value[block_index(l, kLn1W)], c.value[block_index(l, kLn1B)], a.normalized1, a.rstd1, a.attn_in,
                     rows, D);
   linear_forward<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, a.qkv, rows, D, 3 * D);  // (n T, 3D): q | k | v
-  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
-    for (size_t k = 0; k < c.query_key.size(); ++k) {
-      c.hooks[c.query_key[k]]->query_key_forward(e[c.query_key[k]], l, a_g.qkv);
-      // Each hook's backward reads the values it made: kept where a later hook changes them.
-      if (static_cast<int64_t>(k) < snapshots)
-        std::copy(a_g.qkv, a_g.qkv + 3 * TD, work.snapshot(l, static_cast<int64_t>(k), snapshots, g));
-    }
+    query_key_forward(c, e, l, g, a_g.qkv, work, TD);
     const float* weights_mask = dropout ? a_g.masks[kAttentionWeights] : nullptr;
     if (c.staged) {
       attention_forward_staged<Lanes>(s, c, e, l, g, weights_mask, work);
@@ -735,7 +735,6 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
   // Attention: out = in + dropout(proj(mixed)).
   residual_backward(t.grad_x, mask(kAttentionOutput), t.grad_a, RD);
   linear_backward<Lanes>(a.mixed, t.grad_a, transposed(kProjW), grad_of(kProjW), grad_of(kProjB), t.grad_b, rows, D, D);
-  const int64_t snapshots = static_cast<int64_t>(c.query_key.size()) - 1;
   for (int64_t g = 0; g < group.n; ++g) {
     const HookExamples& e = group.hooks[g];
     auto a_g = work.block(l, g);
@@ -748,10 +747,7 @@ COPYTASK_INLINE void block_backward(const Shape& s, const MemberConstants& c, co
       attention_backward<Lanes>(a_g.qkv, a_g.weights, c.causal, weights_mask, t_g.grad_b, t_g.grad_qkv, grad_bias,
                                 t.scratch, T, s.H, s.Dh);
     }
-    for (int64_t k = static_cast<int64_t>(c.query_key.size()) - 1; k >= 0; --k) {
-      const float* made = k < snapshots ? work.snapshot(l, k, snapshots, g) : a_g.qkv;  // what hook k made
-      c.hooks[c.query_key[k]]->query_key_backward(e[c.query_key[k]], l, t_g.grad_qkv, made);
-    }
+    query_key_backward(c, e, l, g, t_g.grad_qkv, work);
   }
   linear_backward<Lanes>(a.attn_in, t.grad_qkv, transposed(kQkv), grad_of(kQkv), nullptr, t.grad_b, rows, D, 3 * D);
   if (c.staged)
