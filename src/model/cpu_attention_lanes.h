@@ -164,15 +164,6 @@ COPYTASK_INLINE void lanes_tile(const LanesProduct& p, int64_t r0, int64_t o0, i
       store_vec(p.C + lane + kExampleLanes * ((r0 + r) * p.c_row + (o0 + o) * p.c_col), acc[r][o]);
 }
 
-// Rows r0 .. r0 + R - 1, columns o .. O - 1: NO columns a tile, the last few in one tile of
-// fewer.
-template <class Vec, int R, int NO, bool Accumulate>
-COPYTASK_INLINE void lanes_rows(const LanesProduct& p, int64_t r0, int64_t o, int64_t lane) {
-  for (; o + NO <= p.O; o += NO) lanes_tile<Vec, R, NO, Accumulate>(p, r0, o, lane);
-  if constexpr (NO > 1)
-    if (o < p.O) lanes_rows<Vec, R, NO - 1, Accumulate>(p, r0, o, lane);
-}
-
 // The tile a variant's registers hold (accumulators, R vectors of A and one of B): 5 x 4 of
 // AVX-512's 32, 2 x 5 of AVX2's 16, 2 x 2 vectors of eight (two SSE registers each) of the
 // generic target's 16.
@@ -184,21 +175,43 @@ struct LanesTileShape {
                                                                        : 2;
 };
 
-template <class Lanes, bool Accumulate>
-COPYTASK_INLINE void lanes_product_started(const LanesProduct& p) {
+// Rows r0 .. r0 + R - 1, columns o .. O - 1 of a product across the lanes: NO columns a tile,
+// the last few in one tile of fewer; tile.template run<Vec, R, NO>(r0, o, lane) computes one.
+template <class Vec, int R, int NO, class Tile>
+COPYTASK_INLINE void lanes_tile_row(const Tile& tile, int64_t r0, int64_t o, int64_t O, int64_t lane) {
+  for (; o + NO <= O; o += NO) tile.template run<Vec, R, NO>(r0, o, lane);
+  if constexpr (NO > 1)
+    if (o < O) lanes_tile_row<Vec, R, NO - 1>(tile, r0, o, O, lane);
+}
+
+// Every tile of a product across the lanes, C (rows, O): the variant's LanesTileShape, then
+// single rows, W lanes at a time. Shared by the products of two lanes operands (lanes_product)
+// and of lanes by broadcast weights (cpu_lanes_layers.h, lanes_linear).
+template <class Lanes, class Tile>
+COPYTASK_INLINE void lanes_tiles(const Tile& tile, int64_t rows, int64_t O) {
   using Vec = LanesChunk<Lanes>;
   constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
   for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
     int64_t r = 0;
-    for (; r + R <= p.rows; r += R) lanes_rows<Vec, R, NO, Accumulate>(p, r, 0, lane);
-    for (; r < p.rows; ++r) lanes_rows<Vec, 1, NO, Accumulate>(p, r, 0, lane);
+    for (; r + R <= rows; r += R) lanes_tile_row<Vec, R, NO>(tile, r, 0, O, lane);
+    for (; r < rows; ++r) lanes_tile_row<Vec, 1, NO>(tile, r, 0, O, lane);
   }
 }
 
+// lanes_tile as lanes_tiles calls it, its start (0 or C) chosen once, outside the tiles.
+template <bool Accumulate>
+struct LanesProductTile {
+  const LanesProduct& p;
+  template <class Vec, int R, int NO>
+  COPYTASK_INLINE void run(int64_t r0, int64_t o0, int64_t lane) const {
+    lanes_tile<Vec, R, NO, Accumulate>(p, r0, o0, lane);
+  }
+};
+
 template <class Lanes>
 COPYTASK_INLINE void lanes_product_tiles(const LanesProduct& p) {
-  if (p.accumulate) lanes_product_started<Lanes, true>(p);
-  else lanes_product_started<Lanes, false>(p);
+  if (p.accumulate) lanes_tiles<Lanes>(LanesProductTile<true>{p}, p.rows, p.O);
+  else lanes_tiles<Lanes>(LanesProductTile<false>{p}, p.rows, p.O);
 }
 
 // The product out of line, one function per variant, as matmul's (cpu_layers.h): inlined at

@@ -62,31 +62,22 @@ COPYTASK_INLINE void lanes_linear_tile(const LanesLinear& p, int64_t r0, int64_t
     for (int o = 0; o < NO; ++o) store_vec(p.C + lane + kExampleLanes * ((r0 + r) * p.c_row + o0 + o), acc[r][o]);
 }
 
-// Rows r0 .. r0 + R - 1, columns o .. O - 1: NO columns a tile, the last few in one of fewer.
-template <class Vec, int R, int NO, bool Bias>
-COPYTASK_INLINE void lanes_linear_rows(const LanesLinear& p, int64_t r0, int64_t o, int64_t lane) {
-  for (; o + NO <= p.O; o += NO) lanes_linear_tile<Vec, R, NO, Bias>(p, r0, o, lane);
-  if constexpr (NO > 1)
-    if (o < p.O) lanes_linear_rows<Vec, R, NO - 1, Bias>(p, r0, o, lane);
-}
-
-// The tiles of the attention's products (LanesTileShape): R rows of A and NO columns, with a
-// broadcast weight where those had a vector of B.
-template <class Lanes, bool Bias>
-COPYTASK_INLINE void lanes_linear_tiles(const LanesLinear& p) {
-  using Vec = LanesChunk<Lanes>;
-  constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
-  for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
-    int64_t r = 0;
-    for (; r + R <= p.rows; r += R) lanes_linear_rows<Vec, R, NO, Bias>(p, r, 0, lane);
-    for (; r < p.rows; ++r) lanes_linear_rows<Vec, 1, NO, Bias>(p, r, 0, lane);
+// lanes_linear_tile as lanes_tiles (cpu_attention_lanes.h) calls it, the tiles of the
+// attention's products with a broadcast weight where those have a vector of B; the bias start
+// chosen once, outside the tiles.
+template <bool Bias>
+struct LanesLinearTile {
+  const LanesLinear& p;
+  template <class Vec, int R, int NO>
+  COPYTASK_INLINE void run(int64_t r0, int64_t o0, int64_t lane) const {
+    lanes_linear_tile<Vec, R, NO, Bias>(p, r0, o0, lane);
   }
-}
+};
 
 template <class Lanes>
 COPYTASK_INLINE void lanes_linear_started(const LanesLinear& p) {
-  if (p.bias) lanes_linear_tiles<Lanes, true>(p);
-  else lanes_linear_tiles<Lanes, false>(p);
+  if (p.bias) lanes_tiles<Lanes>(LanesLinearTile<true>{p}, p.rows, p.O);
+  else lanes_tiles<Lanes>(LanesLinearTile<false>{p}, p.rows, p.O);
 }
 
 // Out of line, one function per variant, as matmul and lanes_product.
