@@ -94,6 +94,7 @@ struct MemberConstants {
   int bias = -1;
   bool staged = false;                         // a hook needs the attention in stages
   bool replaces_scores = false;                // a hook's score replaces q.k / sqrt(Dh) (staged too)
+  bool query_key_lanes = false;                // one query_key hook, with a form across the lanes
 };
 
 // Floats from a cache line's start (64 bytes): out of the lanes, the examples' rows are
@@ -418,13 +419,23 @@ struct LanesGradient {
 // ---- One member's model, a group of 16 examples across the lanes ----------------------------
 // The layers of cpu_lanes_layers.h and cpu_attention_lanes.h, the blocks' activations and
 // their gradients in the lanes layout, in the parts of block() and tail() (G = 16: a part's
-// floats are as many as the lanes'). In rows: the embedding and its hooks, the query_key hooks
-// (on the block's qkv part and the tail's grad_qkv, in rows), the final layer norm, the head
-// and the loss (the tail's parts after the blocks); the residual stream is transposed at the
-// blocks' two ends.
+// floats are as many as the lanes'). A member's one query_key hook with a form across the
+// lanes (the rotation) runs there; other query_key hooks act on the examples' rows (the block's
+// qkv part and the tail's grad_qkv). In rows: the embedding and its hooks, the final layer
+// norm, the head and the loss (the tail's parts after the blocks); the residual stream is
+// transposed at the blocks' two ends.
+
+// The group's examples' views of the member's query_key hook, where it runs across the lanes
+// (MemberConstants::query_key_lanes).
+inline std::array<const HookExample*, kExampleLanes> query_key_views(const MemberConstants& c, const Group& group) {
+  std::array<const HookExample*, kExampleLanes> views{};
+  if (c.query_key_lanes)
+    for (int64_t g = 0; g < group.n; ++g) views[g] = &group.hooks[g][c.query_key[0]];
+  return views;
+}
 
 // Block l's attention of the group in lanes: the examples' q | k | v (after their query_key
-// hooks, in rows) in the block's lanes buffer, the score biases into lanes, the attention; the
+// hooks) in the block's lanes buffer, the score biases into lanes, the attention; the
 // mixed values (the block's mixed) and the weights (the block's weights) in lanes, where the
 // backward reads them.
 template <class Lanes>
@@ -433,7 +444,10 @@ COPYTASK_INLINE void attention_forward_lanes_group(const Shape& s, const MemberC
   const int64_t T = s.T, TD = s.T * s.D, n = group.n;
   auto a = work.block(l);
   const auto x = work.lanes_buffers(l);
-  if (!c.query_key.empty()) {
+  const auto views = query_key_views(c, group);
+  if (c.query_key_lanes) {
+    c.hooks[c.query_key[0]]->query_key_forward_lanes(HookLanes{views.data(), n}, l, x.qkv);
+  } else if (!c.query_key.empty()) {
     // The hooks act on each example's rows: out of the lanes and back.
     from_lanes<Lanes>(x.qkv, 3 * TD, n, a.qkv, 3 * TD);
     for (int64_t g = 0; g < n; ++g) query_key_forward(c, group.hooks[g], l, g, work.block(l, g).qkv, work, TD);
@@ -481,6 +495,11 @@ COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const Member
         for (int64_t i = 0; i < T; ++i)
           for (int64_t j = 0; j < T; ++j)
             grad_bias[g][(h * T + i) * T + j] += x.grad_logits[((h * T + j) * T + i) * kExampleLanes + g];
+  if (c.query_key_lanes) {
+    const auto views = query_key_views(c, group);
+    c.hooks[c.query_key[0]]->query_key_backward_lanes(HookLanes{views.data(), n}, l, x.grad_qkv, x.qkv);
+    return;
+  }
   if (c.query_key.empty()) return;
   from_lanes<Lanes>(x.grad_qkv, 3 * TD, n, t.grad_qkv, 3 * TD);
   for (int64_t g = 0; g < n; ++g) query_key_backward(c, group.hooks[g], l, g, work.tail(g).grad_qkv, work);
@@ -921,6 +940,8 @@ int64_t member_hooks_make(const PositionalTables& tables, const Shape& s, bool t
     c.replaces_scores = c.replaces_scores || hook.replaces_scores();
   }
   TORCH_CHECK(c.hooks.size() <= HookExamples().size(), "fused_cpu: a member with more hooks than the step holds");
+  // More than one keeps snapshots between them (query_key_forward), which only the rows do.
+  c.query_key_lanes = c.query_key.size() == 1 && c.hooks[c.query_key[0]]->query_key_in_lanes();
   return work;
 }
 

@@ -40,6 +40,13 @@ struct HookExample {
                                        // flat gradient), or null: no gradient wanted, or a forward pass only
 };
 
+// A group of examples side by side across a vector's lanes (model/cpu_attention_lanes.h):
+// element i of the group's example e at [16 i + e], the lanes past n holding zeros.
+struct HookLanes {
+  const HookExample* const* example = nullptr;  // example[e]: the e-th example's view of the hook, e < n
+  int64_t n = 0;
+};
+
 // One block's attention of one example at the scores site.
 struct ScoresSite {
   const float* qkv = nullptr;     // (T, 3D) after the query_key hooks
@@ -88,6 +95,14 @@ class CpuHook {
   virtual void query_key_forward(const HookExample& example, int64_t block, float* qkv) const {}
   virtual void query_key_backward(const HookExample& example, int64_t block, float* grad_qkv,
                                   const float* qkv) const {}
+  // The same two for a group across the lanes (HookLanes: q | k | v (T, 3D) in lanes), each
+  // lane the same bits as the example's own call, where the hook has them
+  // (query_key_in_lanes); otherwise the step takes the examples' rows out of the lanes for
+  // the calls above and back.
+  virtual bool query_key_in_lanes() const { return false; }
+  virtual void query_key_forward_lanes(const HookLanes& group, int64_t block, float* qkv_lanes) const {}
+  virtual void query_key_backward_lanes(const HookLanes& group, int64_t block, float* grad_qkv_lanes,
+                                        const float* qkv_lanes) const {}
 
   // scores: a plain score bias is handed to the attention (which adds it where it makes
   // the scores) with where its gradient goes; other terms change the logits.
