@@ -140,7 +140,9 @@ TEST(Dropout, AnyRangeOfTheStreamEqualsTheBuffer) {
 }
 
 // The stream as tensor operations (what a GPU computes) equals the scalar stream the fused
-// CPU step draws, element for element, for ranges that start and end inside a word.
+// CPU step draws, element for element, for ranges that start and end inside a word; and the
+// step's vector forms equal it: eight words of one example, and a word of each of 16
+// examples across the lanes.
 TEST(Dropout, TheTensorFormEqualsTheStream) {
   const DropoutStream stream({1, 0x9E3779B97F4A7C15ULL, 12345678901234567ULL}, 42, 0.3);
   for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{{0, 4}, {1, 2}, {3, 997}, {4096, 64}, {6, 1}}) {
@@ -164,6 +166,28 @@ TEST(Dropout, TheTensorFormEqualsTheStream) {
       stream.fill<16>(m, first, count, by_16.data());
       EXPECT_EQ(by_8, by_word) << "member " << m << " from " << first;
       EXPECT_EQ(by_16, by_word) << "member " << m << " from " << first;
+    }
+  }
+  // Across the lanes (what the fused step draws for a group of 16 examples): example g's
+  // element i at [16 place + g], each example's words its own and anywhere in the stream,
+  // the places in any order (here reversed), the same masks as each example's fill().
+  {
+    const int64_t words = 25;  // 100 elements an example
+    const uint64_t first_word[16] = {0, 25, 50, 1000, 7, 3, 99999, 25, 26, 27, 400, 401, 5000, 123456789, 42, 1};
+    struct Reversed {
+      int64_t next;
+      int64_t operator()() { return next--; }
+    };
+    std::vector<float> lanes(static_cast<size_t>(16 * 4 * words), -1.0f), example(static_cast<size_t>(4 * words));
+    for (int64_t m = 0; m < 3; ++m) {
+      Reversed place{4 * words - 1};
+      stream.fill_lanes(m, first_word, words, place, lanes.data());
+      for (int64_t g = 0; g < 16; ++g) {
+        stream.fill(m, static_cast<int64_t>(4 * first_word[g]), 4 * words, example.data());
+        for (int64_t i = 0; i < 4 * words; ++i)
+          ASSERT_EQ(lanes[16 * (4 * words - 1 - i) + g], example[i])
+              << "member " << m << ", lane " << g << ", element " << i;
+      }
     }
   }
   // And it does drop about 30%.

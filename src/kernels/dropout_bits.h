@@ -72,6 +72,31 @@ __attribute__((always_inline)) inline void dropout_words_masks(uint64_t step_key
     __builtin_memcpy(out + part * MaskLanes, &masks, sizeof masks);
   }
 }
+
+// Eight examples' words at once, lane l word words[l] of the step's stream: the masks of the
+// four elements each word decides, piece p's (element 4 words[l] + p) to out[p][l] as eight
+// floats, 0 or kept_value. The same arithmetic as dropout_word_bits and
+// dropout_mask_from_bits, lane by lane; where dropout_words_masks takes eight words of one
+// example, this takes one word of each of eight, for a group of examples across the lanes.
+__attribute__((always_inline)) inline void dropout_lanes_words_masks(uint64_t step_key, const uint64_t* words,
+                                                                     uint32_t threshold, float kept_value,
+                                                                     float* const (&out)[4]) {
+  typedef uint64_t Words __attribute__((vector_size(64)));
+  typedef int32_t Lanes __attribute__((vector_size(32)));
+  Words x;
+  __builtin_memcpy(&x, words, sizeof x);
+  x = step_key + (x + 1) * kSplitMixGamma;  // splitmix64_mix, lane by lane
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x = x ^ (x >> 31);
+  int32_t kept_bits;
+  __builtin_memcpy(&kept_bits, &kept_value, sizeof kept_bits);
+  for (int piece = 0; piece < 4; ++piece) {
+    const Lanes bits = __builtin_convertvector((x >> (16 * piece)) & 0xffff, Lanes);
+    const Lanes masks = (bits >= static_cast<int32_t>(threshold)) & kept_bits;  // kept_value's bits, or 0.0f's
+    __builtin_memcpy(out[piece], &masks, sizeof masks);
+  }
+}
 #endif
 
 }  // namespace copytask

@@ -59,6 +59,27 @@ struct DropoutStream {
     }
     if (e < end) within_word(end);  // the first elements of the last word
   }
+
+  // The masks of 16 examples side by side across the lanes (model/cpu_attention_lanes.h):
+  // element i of example g (its first element 4 first_word[g] of member m's step, each
+  // example whole words) to out[16 place() + g], for i < 4 words, place() called once an
+  // element in the elements' order (where the lanes keep the element). The same masks as
+  // fill() of each example, drawn eight examples' words at a time
+  // (dropout_lanes_words_masks), with no transposition after.
+  template <class Place>
+  __attribute__((always_inline)) inline void fill_lanes(int64_t member, const uint64_t (&first_word)[16], int64_t words,
+                                                        Place& place, float* out) const {
+    const uint64_t key = step_keys[static_cast<size_t>(member)];
+    alignas(64) uint64_t word[16];
+    for (int g = 0; g < 16; ++g) word[g] = first_word[g];
+    for (int64_t w = 0; w < words; ++w) {
+      float* const at[4] = {out + 16 * place(), out + 16 * place(), out + 16 * place(), out + 16 * place()};
+      dropout_lanes_words_masks(key, word, threshold, kept_value, at);
+      float* const at_high[4] = {at[0] + 8, at[1] + 8, at[2] + 8, at[3] + 8};
+      dropout_lanes_words_masks(key, word + 8, threshold, kept_value, at_high);
+      for (int g = 0; g < 16; ++g) ++word[g];
+    }
+  }
 };
 
 // The same masks as fill(), computed with integer tensor operations on `device`:

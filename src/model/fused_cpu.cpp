@@ -369,6 +369,56 @@ COPYTASK_INLINE void query_key_backward(const MemberConstants& c, const HookExam
   }
 }
 
+// Whether every example's masks at every site start at a word of the stream (four masks a
+// word): each site's size a multiple of 4, so its start and every example's within it are.
+inline bool masks_in_whole_words(const DropoutLayout& layout) {
+  for (int site = 0; site < kDropoutSites; ++site)
+    if (layout.example_size(static_cast<DropoutSite>(site)) % 4 != 0) return false;
+  return true;
+}
+
+// Where the lanes keep the stream's elements of an example's site, in the elements' order:
+// the same place, or for the attention weights (drawn query-major, (H, T queries, T keys)),
+// their place key-major, as the weights are kept.
+struct SamePlace {
+  int64_t next = 0;
+  int64_t operator()() { return next++; }
+};
+struct KeyMajorPlace {
+  int64_t T, h = 0, i = 0, j = 0;  // the next element: head h, query i, key j
+  int64_t operator()() {
+    const int64_t place = (h * T + j) * T + i;
+    if (++j == T) {
+      j = 0;
+      if (++i == T) i = 0, ++h;
+    }
+    return place;
+  }
+};
+
+// The group's dropout masks straight into the lanes, where the step takes the group across
+// them and every example's masks are whole words of the stream (DropoutStream::fill_lanes):
+// the masks masks_draw's rows would give after their transposition, with none.
+COPYTASK_INLINE void masks_draw_lanes(const Shape& s, const MemberConstants& c, const DropoutLayout& layout,
+                                      const Group& group, GroupWorkspace& work) {
+  for (int64_t l = 0; l < s.L; ++l)
+    for (int site = 0; site < kDropoutSites; ++site) {
+      const auto which = static_cast<DropoutSite>(site);
+      uint64_t first_word[kExampleLanes];
+      for (int64_t g = 0; g < kExampleLanes; ++g)  // a partial group's last example again past it (never read)
+        first_word[g] = static_cast<uint64_t>(layout.start(l, which, group.first + std::min(g, group.n - 1))) / 4;
+      const int64_t words = layout.example_size(which) / 4;
+      float* masks = work.block(l).masks[site];
+      if (which == kAttentionWeights) {
+        KeyMajorPlace place{s.T};
+        c.stream->fill_lanes(c.member, first_word, words, place, masks);
+      } else {
+        SamePlace place;
+        c.stream->fill_lanes(c.member, first_word, words, place, masks);
+      }
+    }
+}
+
 // The masks a variant's register holds (DropoutStream::fill): its width, 16 with AVX-512 and
 // 8 with AVX2; 0 (word by word) for the generic target, whose 8-wide vectors are two SSE
 // registers.
@@ -382,6 +432,7 @@ inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::generic 
 template <class Lanes>
 COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const DropoutLayout& layout, const Group& group,
                                 GroupWorkspace& work) {
+  if (group_in_lanes(c, work) && masks_in_whole_words(layout)) return masks_draw_lanes(s, c, layout, group, work);
   for (int64_t g = 0; g < group.n; ++g)
     for (int64_t l = 0; l < s.L; ++l) {
       auto a = work.block(l, g);
@@ -392,8 +443,9 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
       }
       for (int64_t h = 0; h < s.H; ++h) square_transpose(a.masks[kAttentionWeights] + h * s.T * s.T, s.T);
     }
-  // Where the step takes the group across the lanes, its masks are read there: each site's,
-  // the examples' one after another, turned into lanes in place.
+  // Where the step takes the group across the lanes (and an example's masks are not whole
+  // words of the stream: masks_draw_lanes), its masks are read there: each site's, the
+  // examples' one after another, turned into lanes in place.
   if (group_in_lanes(c, work)) {
     float* lanes = work.lanes_buffers().rows;  // free until the forward
     for (int64_t l = 0; l < s.L; ++l)
