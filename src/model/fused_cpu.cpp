@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -1137,19 +1138,24 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
   const int64_t* input_data = inputs.data_ptr<int64_t>();
   const int64_t* target_data = targets.data_ptr<int64_t>();
   const float loss_weight = 1.0f / static_cast<float>(s.B * s.T);
-  // The tasks run partition-major (partition k of every member, then k + 1): at::parallel_for
-  // hands each thread one contiguous range, and member-major ranges gave one thread the
-  // cheaper schemes' members (the reference study: none, sinusoidal and learned on one of
-  // two threads, rope, alibi and alibi+causal, 3% more work, on the other).
   // The blocks' parameters, the last in a member's parameters (model/parameter_layout.h).
   TORCH_CHECK(kFirstBlock + s.L * kPerBlock == static_cast<int64_t>(parameters.offset.size()),
               "fused_cpu: the blocks' parameters must be the last");
   const int64_t block_floats = parameters.total - parameters.offset[kFirstBlock];
-  at::parallel_for(0, M * K, 1, [&](int64_t begin, int64_t end) {
+  // Each thread takes the next task until none is left, rather than a fixed share: a core
+  // slower for a while (a cloud guest's core whose host runs something beside it, a hybrid
+  // CPU's efficiency core) then does fewer tasks instead of holding the step back. Measured on
+  // a 2-core guest, one member on two threads: the two threads' fixed halves took 0.123 and
+  // 0.124 s in some runs and 0.122 and 0.163 in others (docs/performance.md). A task's sums
+  // are its own whichever thread runs it, so the result does not change. In the tasks' order,
+  // partition-major (partition k of every member, then k + 1), a thread's tasks run through
+  // the members as its fixed range did.
+  std::atomic<int64_t> next_task{0};
+  at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
     GroupWorkspace work(s, G, batch.hook_floats, batch.staged, batch.snapshots);
     std::vector<float> lanes_data(static_cast<size_t>(work.lanes() ? kExampleLanes * block_floats : 0));
     const LanesGradient lanes{lanes_data.data(), &parameters.offset};
-    for (int64_t order = begin; order < end; ++order) {
+    for (int64_t order = next_task++; order < M * K; order = next_task++) {
       const int64_t m = order % M, k = order / M, task = m * K + k;
       float* grad = sums.gradient.data() + task * P;
       std::fill(grad, grad + P, 0.0f);

@@ -22,8 +22,10 @@
 // group's G T rows at once, the attention and the positional hooks one example at a time.
 // Across the lanes (G = 16, the default, for a member with no hook at the scores or the
 // softmax): every layer of the blocks takes the 16 examples side by side in a vector's lanes
-// (model/cpu_lanes_layers.h, cpu_attention_lanes.h); the embedding, the positional hooks,
-// the final layer norm, the head and the loss stay in rows.
+// (model/cpu_lanes_layers.h, cpu_attention_lanes.h), the dropout masks drawn straight into
+// the lanes, and a member's one hook on q and k with a lanes form (the rotation) run there;
+// the embedding, the other positional hooks, the final layer norm, the head and the loss
+// stay in rows.
 // The losses and every gradient at an activation are the same whatever G and whichever
 // layout, bit for bit (tested): a product's element is the same sum in the same order
 // whatever its rows or lanes. The parameters' gradients in rows sum a group's rows in the
