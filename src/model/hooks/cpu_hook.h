@@ -41,7 +41,8 @@ struct HookExample {
 };
 
 // A group of examples side by side across a vector's lanes (model/cpu_attention_lanes.h):
-// element i of the group's example e at [16 i + e], the lanes past n holding zeros.
+// element i of the group's example e at [16 i + e]; the lanes past n hold numbers that are
+// never read back.
 struct HookLanes {
   const HookExample* const* example = nullptr;  // example[e]: the e-th example's view of the hook, e < n
   int64_t n = 0;
