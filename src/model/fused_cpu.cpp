@@ -433,7 +433,11 @@ inline constexpr int kDropoutMaskLanes = Lanes::kVariant == CpuVariant::generic 
 template <class Lanes>
 COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const DropoutLayout& layout, const Group& group,
                                 GroupWorkspace& work) {
-  if (group_in_lanes(c, work) && masks_in_whole_words(layout)) return masks_draw_lanes(s, c, layout, group, work);
+  // With AVX-512 only: on AVX2 the 64-bit words' narrowing to the masks' 32-bit lanes takes
+  // shuffles, and the draw in lanes measured 4% slower a step than the rows' and their
+  // transposition (docs/performance.md).
+  if constexpr (Lanes::kVariant == CpuVariant::x86_64_v4)
+    if (group_in_lanes(c, work) && masks_in_whole_words(layout)) return masks_draw_lanes(s, c, layout, group, work);
   for (int64_t g = 0; g < group.n; ++g)
     for (int64_t l = 0; l < s.L; ++l) {
       auto a = work.block(l, g);
