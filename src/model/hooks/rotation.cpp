@@ -90,9 +90,10 @@ struct AngleLanes {
   }
 };
 
-// rotation_forward of q and k of a group's q | k | v in lanes (T, 3D): each lane the
-// operations of its example's, so the same bits.
-void rotation_forward_lanes(float* qkv_l, const AngleLanes& angles, int64_t T, int64_t H, int64_t Dh) {
+// Turns q and k of a group's q | k | v (or of their gradient) in lanes (T, 3D) by the
+// angles, or by minus them (back): each lane the operations of its example's rows, so the
+// same bits. The forward's rotation and the backward's second half.
+void rotation_turn_lanes(float* qkv_l, const AngleLanes& angles, int64_t T, int64_t H, int64_t Dh, bool back) {
   on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
     using Vec = LanesChunk<decltype(lanes)>;
     constexpr int W = sizeof(Vec) / sizeof(float);
@@ -102,6 +103,7 @@ void rotation_forward_lanes(float* qkv_l, const AngleLanes& angles, int64_t T, i
         for (int64_t i = 0; i < pairs; ++i) {
           Vec c, s;
           angles.at(t * pairs + i, lane, c, s);
+          if (back) s = -s;
           for (int64_t h = 0; h < H; ++h)
             for (int64_t part : {int64_t{0}, D}) {  // q, k
               float* x = qkv_l + kExampleLanes * (t * 3 * D + part + h * Dh + 2 * i) + lane;
@@ -135,24 +137,7 @@ void rotation_backward_lanes(float* grad_l, const float* rotated_l, const AngleL
                                                               at(rotated_l, column, t), at(rotated_l, column + 1, t));
           }
   }
-  on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
-    using Vec = LanesChunk<decltype(lanes)>;
-    constexpr int W = sizeof(Vec) / sizeof(float);
-    for (int64_t lane = 0; lane < kExampleLanes; lane += W)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t i = 0; i < pairs; ++i) {
-          Vec c, s;
-          angles.at(t * pairs + i, lane, c, s);
-          for (int64_t h = 0; h < H; ++h)
-            for (int64_t part : {int64_t{0}, D}) {  // q, k
-              float* g = grad_l + kExampleLanes * (t * 3 * D + part + h * Dh + 2 * i) + lane;
-              Vec a = load_vec<Vec>(g), b = load_vec<Vec>(g + kExampleLanes);
-              turn_pair(a, b, c, -s);  // back: -angle
-              store_vec(g, a);
-              store_vec(g + kExampleLanes, b);
-            }
-        }
-  });
+  rotation_turn_lanes(grad_l, angles, T, H, Dh, /*back=*/true);
 }
 
 // One member's rotation on the fused CPU step: the cos and sin of its angles, made once per
@@ -194,7 +179,7 @@ class CpuRotation : public CpuHook {
   }
   bool query_key_in_lanes() const override { return true; }
   void query_key_forward_lanes(const HookLanes& group, int64_t, float* qkv_l) const override {
-    rotation_forward_lanes(qkv_l, angles_of(group), s_.T, s_.H, s_.Dh);
+    rotation_turn_lanes(qkv_l, angles_of(group), s_.T, s_.H, s_.Dh, /*back=*/false);
   }
   void query_key_backward_lanes(const HookLanes& group, int64_t, float* grad_l, const float* qkv_l) const override {
     auto grad_angles_of = [&](int64_t g) -> float* {
