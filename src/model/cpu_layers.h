@@ -1149,6 +1149,32 @@ COPYTASK_INLINE void activation_backward(Activation f, const float* pre, const f
 
 // ---- Cross-entropy -----------------------------------------------------------------------------
 
+// The largest of p[0 .. n), eight lanes at a time and without a branch on the numbers:
+// std::max one by one compiled to a compare and a jump, mispredicted wherever a row's
+// largest logit sits at a new place (2.6% of the reference step). The maximum of numbers
+// is the same whatever order they are compared in (of a +0 and a -0 it may give either,
+// which the cross-entropy below subtracts and exponentiates to the same values); a NaN is
+// passed over, as std::max(row_max, NaN) passes it over.
+COPYTASK_INLINE float row_maximum(const float* p, int64_t n) {
+  Vec8 most = Vec8{} - std::numeric_limits<float>::infinity();
+  int64_t v = 0;
+  for (; v + 8 <= n; v += 8) {
+    const Vec8 x = load_vec<Vec8>(p + v);
+    most = x > most ? x : most;
+  }
+  for (; v < n; ++v) {
+    const Vec8 x = Vec8{} + p[v];  // the same number in every lane
+    most = x > most ? x : most;
+  }
+  Vec8 other = __builtin_shufflevector(most, most, 4, 5, 6, 7, 0, 1, 2, 3);
+  most = other > most ? other : most;
+  other = __builtin_shufflevector(most, most, 2, 3, 0, 1, 6, 7, 4, 5);
+  most = other > most ? other : most;
+  other = __builtin_shufflevector(most, most, 1, 0, 3, 2, 5, 4, 7, 6);
+  most = other > most ? other : most;
+  return most[0];
+}
+
 // logits (T, V) -> returns the summed cross-entropy of the targets over the T positions,
 // and turns the logits into d(loss)/d(logits) for a loss that is the sum times `weight`
 // (1 / (B T): the member's mean over its batch). A target out of the loss (< 0) adds
@@ -1158,8 +1184,7 @@ COPYTASK_INLINE double crossentropy_forward_backward(float* logits, const int64_
   // The logits less their row's maximum, the target's kept in scratch (T floats), then e^ of all.
   for (int64_t t = 0; t < T; ++t) {
     float* p_t = logits + t * V;
-    float row_max = -std::numeric_limits<float>::infinity();
-    for (int64_t v = 0; v < V; ++v) row_max = std::max(row_max, p_t[v]);
+    const float row_max = row_maximum(p_t, V);
     for (int64_t v = 0; v < V; ++v) p_t[v] -= row_max;
     const int64_t target = targets[t * target_stride];
     scratch[t] = target < 0 ? 0.0f : p_t[target];
