@@ -2,9 +2,9 @@
 // The encoder's row-wise layers for a group of 16 examples with the examples across a
 // vector's lanes (the layout of cpu_attention_lanes.h: element i of the 16 examples at 16 i ..
 // 16 i + 15, lane e example e's): the linear layers' forward and input gradient, their weight
-// gradient, and the layer norm forward and backward. model/fused_cpu.cpp runs every block in
-// this layout around the attention across the lanes, so that nothing is transposed between
-// the layers.
+// gradient, the layer norm forward and backward, and the cross-entropy. model/fused_cpu.cpp
+// runs every block, the final layer norm, the head and the loss in this layout around the
+// attention across the lanes, so that nothing is transposed between the layers.
 //
 // Every activation and every gradient at an activation is the number the example-at-a-time
 // layers of cpu_layers.h give, bit for bit: each lane runs their operations in their order (a
@@ -19,6 +19,7 @@
 // lanes elements, element (t, i) at 16 (t I + i).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "model/cpu_attention_lanes.h"
 #include "model/cpu_layers.h"
@@ -266,6 +267,76 @@ COPYTASK_INLINE void layernorm_parameter_gradients_lanes(const float* normalized
       }
       store_vec(grad_weight_l + at, weight_sum);
       store_vec(grad_bias_l + at, bias_sum);
+    }
+}
+
+// ---- Cross-entropy across the lanes ---------------------------------------------------------
+
+// crossentropy_forward_backward of the group's examples across the lanes: logits (T, V) in
+// lanes -> d(loss)/d(logits) in place, lane g as that function turns example g's rows, so the
+// same bits (the same maximum, subtraction, e^, sum in order over v, one logf a position, the
+// same division and products); adds each example's summed cross-entropy (a double summed
+// over its positions in order, as the rows' form returns it) to `loss`, example after
+// example. targets[g]: example g's targets, read with target_stride; a target < 0, and every
+// lane from n on, gives no loss and a zero gradient (so a weight gradient summed a lane apart
+// gets nothing from the lanes past the group). scratch_l: 3 T lanes elements.
+template <class Lanes>
+COPYTASK_INLINE void crossentropy_forward_backward_lanes(float* logits_l, const int64_t* const* targets,
+                                                         int64_t target_stride, int64_t n, float weight, int64_t T,
+                                                         int64_t V, float* scratch_l, double& loss) {
+  using Vec = LanesChunk<Lanes>;
+  constexpr int W = sizeof(Vec) / sizeof(float);
+  constexpr int64_t L = kExampleLanes;
+  float* target_logit = scratch_l;       // (T) in lanes: the target's logit less the row's maximum
+  float* total = scratch_l + L * T;      // (T) in lanes: the sum of e^(logit - maximum)
+  float* to_gradient = total + L * T;    // (T) in lanes: weight / total, or 0 out of the loss
+  auto target_of = [&](int64_t g, int64_t t) { return g < n ? targets[g][t * target_stride] : int64_t{-1}; };
+  for (int64_t lane = 0; lane < L; lane += W)
+    for (int64_t t = 0; t < T; ++t) {
+      float* p_t = logits_l + L * t * V + lane;
+      Vec most = Vec{} - std::numeric_limits<float>::infinity();
+      for (int64_t v = 0; v < V; ++v) {
+        const Vec x = load_vec<Vec>(p_t + L * v);
+        most = x > most ? x : most;  // row_maximum's comparison: the same maximum
+      }
+      for (int64_t v = 0; v < V; ++v) store_vec(p_t + L * v, load_vec<Vec>(p_t + L * v) - most);
+    }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t g = 0; g < L; ++g) {
+      const int64_t target = target_of(g, t);
+      target_logit[L * t + g] = target < 0 ? 0.0f : logits_l[L * (t * V + target) + g];
+    }
+  exp_in_place(logits_l, L * T * V);  // element by element: each the rows' e^
+  for (int64_t lane = 0; lane < L; lane += W)
+    for (int64_t t = 0; t < T; ++t) {
+      const float* p_t = logits_l + L * t * V + lane;
+      Vec sum{};
+      for (int64_t v = 0; v < V; ++v) sum += load_vec<Vec>(p_t + L * v);
+      store_vec(total + L * t + lane, sum);
+    }
+  for (int64_t g = 0; g < L; ++g) {
+    double example_loss = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      const float total_t = total[L * t + g];
+      if (target_of(g, t) < 0) {
+        to_gradient[L * t + g] = 0.0f;  // e^ >= 0 times 0: the rows' zeros
+        continue;
+      }
+      example_loss += static_cast<double>(std::log(total_t) - target_logit[L * t + g]);
+      to_gradient[L * t + g] = weight / total_t;
+    }
+    if (g < n) loss += example_loss;
+  }
+  for (int64_t lane = 0; lane < L; lane += W)
+    for (int64_t t = 0; t < T; ++t) {
+      float* p_t = logits_l + L * t * V + lane;
+      const Vec scale = load_vec<Vec>(to_gradient + L * t + lane);
+      for (int64_t v = 0; v < V; ++v) store_vec(p_t + L * v, load_vec<Vec>(p_t + L * v) * scale);
+    }
+  for (int64_t g = 0; g < n; ++g)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t target = target_of(g, t);
+      if (target >= 0) logits_l[L * (t * V + target) + g] -= weight;
     }
 }
 

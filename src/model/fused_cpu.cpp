@@ -39,6 +39,12 @@ constexpr int kLnfB = parameter_position(kGlobalParameterNames, "ln_f.bias");
 constexpr int kHeadW = parameter_position(kGlobalParameterNames, "head.weight");
 constexpr int kHeadB = parameter_position(kGlobalParameterNames, "head.bias");
 constexpr int kFirstBlock = static_cast<int>(kGlobalParameterNames.size());
+// Where a group runs across the lanes, every parameter from the final layer norm on (it, the
+// head, the blocks: the layout's last) has its gradient summed a lane apart (LanesGradient);
+// the token embedding's stays in rows.
+constexpr int kFirstInLanes = kLnfW;
+static_assert(kLnfB == kLnfW + 1 && kHeadW == kLnfW + 2 && kHeadB == kLnfW + 3 && kFirstBlock == kLnfW + 4,
+              "the parameters summed a lane apart must be the layout's last");
 constexpr int kLn1W = parameter_position(kBlockParameterNames, "ln1.weight");
 constexpr int kLn1B = parameter_position(kBlockParameterNames, "ln1.bias");
 constexpr int kQkv = parameter_position(kBlockParameterNames, "attn.qkv.weight");
@@ -463,14 +469,14 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
   }
 }
 
-// The blocks' parameters' gradients of a member's partition, summed a lane apart
-// (cpu_lanes_layers.h: each lane its examples' terms in order): element e of parameter j at
-// data[16 (offset[j] - offset[the first block parameter] + e) + lane]. Added across the lanes,
+// The gradients of a member's partition of the parameters from the final layer norm on
+// (kFirstInLanes), summed a lane apart (cpu_lanes_layers.h: each lane its examples' terms in
+// order): element e of parameter j at data[16 (offset[j] - offset[kFirstInLanes] + e) + lane]. Added across the lanes,
 // in the lanes' order, into the partition's flat gradient at its end (lanes_gradient_add).
 struct LanesGradient {
   float* data = nullptr;
   const std::vector<int64_t>* offset = nullptr;  // ParameterTable::offset
-  float* of(int j) const { return data + kExampleLanes * ((*offset)[j] - (*offset)[kFirstBlock]); }
+  float* of(int j) const { return data + kExampleLanes * ((*offset)[j] - (*offset)[kFirstInLanes]); }
 };
 
 // ---- One member's model, a group of 16 examples across the lanes ----------------------------
@@ -478,9 +484,9 @@ struct LanesGradient {
 // their gradients in the lanes layout, in the parts of block() and tail() (G = 16: a part's
 // floats are as many as the lanes'). A member's one query_key hook with a form across the
 // lanes (the rotation) runs there; other query_key hooks act on the examples' rows (the block's
-// qkv part and the tail's grad_qkv). In rows: the embedding and its hooks, the final layer
-// norm, the head and the loss (the tail's parts after the blocks); the residual stream is
-// transposed at the blocks' two ends.
+// qkv part and the tail's grad_qkv). The final layer norm, the head and the loss run in lanes
+// too (the tail's parts); in rows only the embedding and its hooks, the residual stream
+// transposed into the lanes before the first block and its gradient out of them after it.
 
 // The group's examples' views of the member's query_key hook, where it runs across the lanes
 // (MemberConstants::query_key_lanes).
@@ -647,15 +653,15 @@ COPYTASK_INLINE void block_backward_lanes(const Shape& s, const MemberConstants&
                                   grad_of(kLn1B), t.grad_x, T, D, t.scratch);
 }
 
-// The forward pass of the group in lanes up to its logits (the tail's logits, (n T, V), in
-// rows): the embedding in rows, into the lanes for the blocks, and out of them for the final
-// layer norm (its rows in the tail's normalized_f and final_in, as group_forward's).
+// The forward pass of the group in lanes up to its logits (the tail's logits, (T, V) in
+// lanes): the embedding in rows, into the lanes for the blocks, the final layer norm and the
+// head (the tail's normalized_f, rstd_f and final_in in lanes).
 template <class Lanes>
 COPYTASK_INLINE void group_forward_lanes(const Shape& s, const MemberConstants& c, const Group& group, bool dropout,
                                          GroupWorkspace& work) {
   auto t = work.tail();
   const auto x = work.lanes_buffers();
-  const int64_t TD = s.T * s.D, rows = group.n * s.T;
+  const int64_t TD = s.T * s.D;
   for (int64_t g = 0; g < group.n; ++g) {
     float* x_g = x.rows + g * TD;
     embedding_forward(c.value[kTok], group.tokens_of(g), group.token_stride, x_g, s.T, s.D);
@@ -663,23 +669,40 @@ COPYTASK_INLINE void group_forward_lanes(const Shape& s, const MemberConstants& 
   }
   to_lanes<Lanes>(x.rows, TD, group.n, TD, t.x);
   for (int64_t l = 0; l < s.L; ++l) block_forward_lanes<Lanes>(s, c, group, l, dropout, work, t.x, t.grad_a);
-  from_lanes<Lanes>(t.x, TD, group.n, x.rows, TD);
-  layernorm_forward(x.rows, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, rows, s.D);
-  linear_forward<Lanes>(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, rows, s.D, s.V);
+  layernorm_forward_lanes<Lanes>(t.x, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, s.T, s.D);
+  linear_forward_lanes<Lanes>(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
 }
 
-// The blocks' backward of the group in lanes, from the gradient at the final layer norm's
-// input (grad_x, the examples' rows); leaves the gradient at the embedding's output in
-// grad_x.
+// The group's loss and backward in lanes after group_forward_lanes, up to the gradient at the
+// embedding's output: the cross-entropy, the head, the final layer norm and the blocks from
+// the last in lanes (their parameters' gradients a lane apart into `lanes`), then that
+// gradient out of the lanes into the lanes buffers' rows (the examples' rows).
 template <class Lanes>
-COPYTASK_INLINE void blocks_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
-                                           const LanesGradient& lanes, bool dropout, GroupWorkspace& work,
-                                           float* grad_x) {
+COPYTASK_INLINE void group_loss_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
+                                               float loss_weight, const LanesGradient& lanes, bool dropout,
+                                               GroupWorkspace& work, double& loss) {
   auto t = work.tail();
   const int64_t TD = s.T * s.D;
-  to_lanes<Lanes>(grad_x, TD, group.n, TD, t.grad_x);
+  std::array<const int64_t*, kExampleLanes> targets{};
+  for (int64_t g = 0; g < group.n; ++g) targets[g] = group.targets_of(g);
+  crossentropy_forward_backward_lanes<Lanes>(t.logits, targets.data(), group.target_stride, group.n, loss_weight, s.T,
+                                             s.V, t.scratch, loss);
+  linear_backward_lanes<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), lanes.of(kHeadW), lanes.of(kHeadB),
+                               t.grad_a, s.T, s.D, s.V);
+  std::fill(t.grad_x, t.grad_x + kExampleLanes * TD, 0.0f);
+  layernorm_backward_lanes<Lanes>(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, lanes.of(kLnfW), lanes.of(kLnfB),
+                                  t.grad_x, s.T, s.D, t.scratch);
   for (int64_t l = s.L - 1; l >= 0; --l) block_backward_lanes<Lanes>(s, c, group, lanes, l, dropout, work);
-  from_lanes<Lanes>(t.grad_x, TD, group.n, grad_x, TD);
+  from_lanes<Lanes>(t.grad_x, TD, group.n, work.lanes_buffers().rows, TD);
+}
+
+// The group's forward and backward in lanes (group_forward_lanes, group_loss_backward_lanes).
+template <class Lanes>
+COPYTASK_INLINE void group_forward_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
+                                                  float loss_weight, const LanesGradient& lanes, bool dropout,
+                                                  GroupWorkspace& work, double& loss) {
+  group_forward_lanes<Lanes>(s, c, group, dropout, work);
+  group_loss_backward_lanes<Lanes>(s, c, group, loss_weight, lanes, dropout, work, loss);
 }
 
 // ---- One member's model, a group of examples in rows ----------------------------------------
@@ -867,26 +890,26 @@ void group_forward_backward(const Shape& s, const MemberConstants& c, const std:
     if (dropout) masks_draw<Lanes>(s, c, layout, group, work);
     for (int64_t g = 0; g < group.n; ++g)
       hook_examples_begin(c, group.positions_of(g, s.T), grad, work.hooks(g), group.hooks[g]);
-    if (in_lanes) group_forward_lanes<Lanes>(s, c, group, dropout, work);
-    else group_forward<Lanes>(s, c, group, dropout, work);
-    for (int64_t g = 0; g < group.n; ++g)
-      loss += crossentropy_forward_backward(work.tail(g).logits, group.targets_of(g), group.target_stride, loss_weight,
-                                            s.T, s.V, work.tail().scratch);
-
-    // Head and final layer norm, then the blocks from the last, then the embedding. The
-    // gradient at the blocks' output, and then at their input, in the examples' rows: in the
-    // tail's grad_x, or (the blocks in lanes, whose grad_x is in lanes) the rows buffer.
-    auto t = work.tail();
-    float* grad_x = in_lanes ? work.lanes_buffers().rows : t.grad_x;
-    linear_backward<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW],
-                           grad + offset[kHeadB], t.grad_a, rows, s.D, s.V);
-    std::fill(grad_x, grad_x + rows * s.D, 0.0f);
-    layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW], grad + offset[kLnfB],
-                       grad_x, rows, s.D, t.scratch);
-    if (in_lanes)
-      blocks_backward_lanes<Lanes>(s, c, group, lanes_gradient, dropout, work, grad_x);
-    else
+    if (in_lanes) {
+      group_forward_backward_lanes<Lanes>(s, c, group, loss_weight, lanes_gradient, dropout, work, loss);
+    } else {
+      group_forward<Lanes>(s, c, group, dropout, work);
+      for (int64_t g = 0; g < group.n; ++g)
+        loss += crossentropy_forward_backward(work.tail(g).logits, group.targets_of(g), group.target_stride,
+                                              loss_weight, s.T, s.V, work.tail().scratch);
+      // Head and final layer norm, then the blocks from the last: the gradient at the blocks'
+      // output, and then at their input, in the tail's grad_x.
+      auto t = work.tail();
+      linear_backward<Lanes>(t.final_in, t.logits, c.transposed[kHeadW].data(), grad + offset[kHeadW],
+                             grad + offset[kHeadB], t.grad_a, rows, s.D, s.V);
+      std::fill(t.grad_x, t.grad_x + rows * s.D, 0.0f);
+      layernorm_backward(t.normalized_f, t.rstd_f, c.value[kLnfW], t.grad_a, grad + offset[kLnfW],
+                         grad + offset[kLnfB], t.grad_x, rows, s.D, t.scratch);
       for (int64_t l = s.L - 1; l >= 0; --l) block_backward<Lanes>(s, c, group, offset, l, dropout, work, grad);
+    }
+    // Then the embedding, from the gradient at its output in the examples' rows: the tail's
+    // grad_x, or (the blocks in lanes) the lanes buffers' rows.
+    const float* grad_x = in_lanes ? work.lanes_buffers().rows : work.tail().grad_x;
     for (int64_t g = 0; g < group.n; ++g) {
       const HookExamples& e = group.hooks[g];
       const float* grad_x_g = grad_x + g * s.T * s.D;
@@ -1116,7 +1139,7 @@ struct PartitionSums {
 // The blocks' parameters' gradients of a partition summed a lane apart (LanesGradient) added
 // into its flat gradient `grad`: each element's lanes one after another, in the lanes' order.
 void lanes_gradient_add(const LanesGradient& lanes, int64_t floats, float* grad) {
-  float* out = grad + (*lanes.offset)[kFirstBlock];
+  float* out = grad + (*lanes.offset)[kFirstInLanes];
   for (int64_t e = 0; e < floats; ++e) {
     float sum = out[e];
     for (int64_t lane = 0; lane < kExampleLanes; ++lane) sum += lanes.data[kExampleLanes * e + lane];
@@ -1142,10 +1165,11 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
   const int64_t* input_data = inputs.data_ptr<int64_t>();
   const int64_t* target_data = targets.data_ptr<int64_t>();
   const float loss_weight = 1.0f / static_cast<float>(s.B * s.T);
-  // The blocks' parameters, the last in a member's parameters (model/parameter_layout.h).
+  // The blocks' parameters, the last in a member's parameters (model/parameter_layout.h), and
+  // the final layer norm's and the head's before them: summed a lane apart in lanes.
   TORCH_CHECK(kFirstBlock + s.L * kPerBlock == static_cast<int64_t>(parameters.offset.size()),
               "fused_cpu: the blocks' parameters must be the last");
-  const int64_t block_floats = parameters.total - parameters.offset[kFirstBlock];
+  const int64_t lanes_floats = parameters.total - parameters.offset[kFirstInLanes];
   // Each thread takes the next task until none is left, rather than a fixed share: a core
   // slower for a while (a cloud guest's core whose host runs something beside it, a hybrid
   // CPU's efficiency core) then does fewer tasks instead of holding the step back. Measured on
@@ -1157,7 +1181,7 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
   std::atomic<int64_t> next_task{0};
   at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
     GroupWorkspace work(s, G, batch.hook_floats, batch.staged, batch.snapshots);
-    std::vector<float> lanes_data(static_cast<size_t>(work.lanes() ? kExampleLanes * block_floats : 0));
+    std::vector<float> lanes_data(static_cast<size_t>(work.lanes() ? kExampleLanes * lanes_floats : 0));
     const LanesGradient lanes{lanes_data.data(), &parameters.offset};
     for (int64_t order = next_task++; order < M * K; order = next_task++) {
       const int64_t m = order % M, k = order / M, task = m * K + k;
@@ -1181,7 +1205,7 @@ PartitionSums partitions_forward_backward(const Shape& s, const std::vector<Memb
         group.positions = position_data ? position_data + (m * s.B + b) * s.T : nullptr;
         group_forward_backward(s, constants[m], parameters.offset, layout, group, loss_weight, work, grad, lanes, loss);
       }
-      if (in_lanes) lanes_gradient_add(lanes, block_floats, grad);
+      if (in_lanes) lanes_gradient_add(lanes, lanes_floats, grad);
       sums.loss[task] = loss;
     }
   });
