@@ -23,14 +23,15 @@
 // Across the lanes (G = 16, the default, for a member with no hook at the scores or the
 // softmax): every layer of the blocks takes the 16 examples side by side in a vector's lanes
 // (model/cpu_lanes_layers.h, cpu_attention_lanes.h), the dropout masks drawn straight into
-// the lanes, and a member's one hook on q and k with a lanes form (the rotation) run there;
-// the embedding, the other positional hooks, the final layer norm, the head and the loss
-// stay in rows.
+// the lanes, and a member's one hook on q and k with a lanes form (the rotation) run there,
+// as do the final layer norm, the head and the loss; the embedding and the other positional
+// hooks stay in rows.
 // The losses and every gradient at an activation are the same whatever G and whichever
 // layout, bit for bit (tested): a product's element is the same sum in the same order
 // whatever its rows or lanes. The parameters' gradients in rows sum a group's rows in the
 // examples' order, as the examples one after another did: the same bits whatever G. Across
-// the lanes the blocks' parameters' gradients sum each lane's examples apart over a whole
+// the lanes the parameters' gradients but the token embedding's (the blocks', the final layer
+// norm's and the head's) sum each lane's examples apart over a whole
 // partition, then the 16 lanes in order at its end: the same terms in another order, so the
 // same numbers within float rounding (about 1e-6 of a gradient's largest element, tested),
 // and always the same bits for the same batch, members and partitions, whatever the threads.
