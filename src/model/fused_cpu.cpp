@@ -471,8 +471,9 @@ COPYTASK_INLINE void masks_draw(const Shape& s, const MemberConstants& c, const 
 
 // The gradients of a member's partition of the parameters from the final layer norm on
 // (kFirstInLanes), summed a lane apart (cpu_lanes_layers.h: each lane its examples' terms in
-// order): element e of parameter j at data[16 (offset[j] - offset[kFirstInLanes] + e) + lane]. Added across the lanes,
-// in the lanes' order, into the partition's flat gradient at its end (lanes_gradient_add).
+// order): element e of parameter j at data[16 (offset[j] - offset[kFirstInLanes] + e) +
+// lane]. Added across the lanes, in the lanes' order, into the partition's flat gradient at
+// its end (lanes_gradient_add).
 struct LanesGradient {
   float* data = nullptr;
   const std::vector<int64_t>* offset = nullptr;  // ParameterTable::offset
@@ -1136,8 +1137,8 @@ struct PartitionSums {
   std::vector<double> loss;     // (M, K)
 };
 
-// The blocks' parameters' gradients of a partition summed a lane apart (LanesGradient) added
-// into its flat gradient `grad`: each element's lanes one after another, in the lanes' order.
+// A partition's gradients summed a lane apart (LanesGradient: from the final layer norm on)
+// added into its flat gradient `grad`: each element's lanes one after another, in the lanes' order.
 void lanes_gradient_add(const LanesGradient& lanes, int64_t floats, float* grad) {
   float* out = grad + (*lanes.offset)[kFirstInLanes];
   for (int64_t e = 0; e < floats; ++e) {
@@ -1149,7 +1150,7 @@ void lanes_gradient_add(const LanesGradient& lanes, int64_t floats, float* grad)
 
 // Every (member, partition) task sums its examples' gradients into its own buffer, G
 // examples at a time, and its examples' loss. A member whose groups run in lanes sums its
-// blocks' parameters' gradients a lane apart first, and adds the lanes at the partition's
+// parameters' gradients but the token embedding's a lane apart first, and adds the lanes at the partition's
 // end: the same partition, member and batch give the same order whatever the threads.
 PartitionSums partitions_forward_backward(const Shape& s, const std::vector<MemberConstants>& constants,
                                           const ParameterTable& parameters, const BatchLayout& batch,
