@@ -188,14 +188,16 @@ def bench(out):
 
 # The fused GPU step's cases (gpu_run.sh's fused-bench stage): each beside the device step of
 # the same case on the same GPU and PyTorch's eager loop; the peers under torch.compile come
-# from bench.json's peers when the bench stage ran in the same call.
+# from the fused-peers stage's files (b2-vmap-compile.json, b3-vmap-compile.json) or from
+# bench.json's peers when the bench stage ran in the same call.
 FUSED_CASES = (("q", "quick, batch 128, 18 members", "2"), ("r", "reference study, full batch, 30 members", "3"))
 
 
 def fused(out):
     """fused.json (or bench.json's "fused", when the bench stage's bench.json is there) from
     the fused-bench stage's files: f<key>.json (fused step), d<key>.json (device step),
-    e<key>.json (PyTorch eager), fp.json (the fused step uncaptured, profiled)."""
+    e<key>.json (PyTorch eager), fp.json (the fused step uncaptured, profiled), and the
+    fused-peers stage's b<peer key>-vmap-compile.json where it ran."""
     bench_path = os.path.join(out, "bench.json")
     peers = load(bench_path).get("peers", []) if os.path.exists(bench_path) else []
     cases, used = [], []
@@ -207,8 +209,15 @@ def fused(out):
                 "step_seconds": f["members"] / rate,
                 "over_device_step": rate / d["member_steps_per_second"],
                 "over_eager": rate / e["member_steps_per_second"]}
-        compiled = [p for p in peers if p["case"] == label and p["form"] == "vmap-compile" and p["status"] == "ok"]
-        case["over_vmap_compile"] = rate / compiled[0]["member_steps_per_second"] if compiled else None
+        compiled_path = os.path.join(out, "b%s-vmap-compile.json" % peer_key)
+        if os.path.exists(compiled_path):
+            compiled = load(compiled_path)
+            used.append(compiled_path)
+        else:
+            compiled = next((p["baseline"] for p in peers
+                             if p["case"] == label and p["form"] == "vmap-compile" and p["status"] == "ok"), None)
+        case["vmap_compile"] = compiled
+        case["over_vmap_compile"] = rate / compiled["member_steps_per_second"] if compiled else None
         cases.append(case)
         print("%-40s fused %9.2f m-s/s (%s, %.2f ms a step, %.1f GFLOP/s): %.2fx the device step, %.2fx eager%s" %
               (label, rate, f["training_step"], 1e3 * case["step_seconds"], f["flops_per_second"] / 1e9,

@@ -31,6 +31,8 @@
 #       fused-bench  the fused step beside the device step and PyTorch's eager loop, quick and
 #                  reference-study cases, and its uncaptured step profiled -> fused.json (or
 #                  bench.json's "fused" after the bench stage in the same call)
+#       fused-peers  the compiled torch.func ensemble of the quick and reference-study cases on the
+#                  same GPU, for fused-bench's report in the same call (name it before fused-bench)
 #       fused-study  the reference study trained on the fused step, timed, compared seed for seed
 #                  with the CPU's committed one -> fused_study_results.json, fused_compare.json
 #       copy-family  the copy-family study on the GPU, timed, compared with the CPU's (resumed
@@ -185,6 +187,18 @@ for name in "${stages[@]}"; do
           --labels CPU fused-GPU --metric test_token --tolerance 0.02 --strict --json $out/fused_smoke_token.json
         '$python' scripts/compare_results.py /tmp/copytask-fused-smoke-cpu/results.json /tmp/copytask-fused-smoke-gpu/results.json \
           --labels CPU fused-GPU --metric final_loss --tolerance 0.01 --strict --json $out/fused_smoke_loss.json" ;;
+    fused-peers)
+      # The compiled peer of the fused step's two cases, on the same GPU in the same call (the
+      # bench stage's peers take longer: its own cases and both torch.func forms): the members
+      # of each scheme as a torch.func vmap ensemble under torch.compile with CUDA graphs
+      # (mode="reduce-overhead"), its compile and graph recording in the untimed warm-up (a
+      # minute or more each, its seconds in the file). Run before fused-bench, whose report
+      # folds b2-vmap-compile.json and b3-vmap-compile.json into fused.json's cases.
+      stage fused-peers 420 "set -e
+        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile --members 18 --positional mixed \\
+          --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2-vmap-compile.json
+        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile --members 30 --positional mixed \\
+          --batch-size 0 --lr 3e-4 --warmup 2 --steps 5 --json $out/b3-vmap-compile.json" ;;
     fused-bench)
       # The device step on LibTorch's ops is train.step=autograd (uncaptured: the CUDA graph
       # gains it 1.01x, experiments/gpu), since auto takes the fused step on a GPU.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu_report.py's bench verb, rehearsed on the CPU so that a short run on a GPU
+# scripts/gpu_report.py's bench and fused verbs, rehearsed on the CPU so that a short run on a GPU
 # machine does not find a broken report: the real producers (copytask bench and the PyTorch
 # baseline, tiny and on the CPU) write the case files under the names gpu_run.sh gives them,
 # then bench.json must hold every case, the ratios, the CUDA graph's gain and the share of
@@ -104,4 +104,44 @@ left = sorted(f for f in os.listdir(out) if f[0] in "bc" and f != "bench.json")
 assert not left, left
 print("gpu_report bench: 4 cases, the graph's gain, the FP32 share as computed and the profile carried; "
       "peers: eager, %s as run, the rest not run" % (", ".join(ran) or "none other"))
+PY
+
+# The fused verb (gpu_run.sh's fused-peers then fused-bench stages) in a folder of its own: the
+# fused step's, the device step's and eager's files of both cases, the profiled step, and the
+# compiled peer of the reference case alone (a baseline file in its place: the report reads its
+# rate), so the reference case's ratio to it is computed and the quick case's is none.
+fused_dir="$dir/fused"
+mkdir -p "$fused_dir"
+for file in fq dq fr dr fp; do
+  "$copytask" bench $tiny --warmup 0 --steps 2 --json "$fused_dir/$file.json" > /dev/null
+done
+for file in eq er b3-vmap-compile; do
+  OMP_NUM_THREADS=2 "$python" scripts/baseline_pytorch.py --members 1 --batch-size 32 --train-examples 360 --embed 8 \
+    --hidden 16 --warmup 0 --steps 2 --json "$fused_dir/$file.json" > /dev/null
+done
+"$python" - "$fused_dir" <<'PY'
+import json, sys
+# What copytask bench --profile adds on a GPU, as above.
+path = sys.argv[1] + "/fp.json"
+case = json.load(open(path))
+case["profile"] = {"trace": "fused_trace.json", "steps": 3, "kernel_seconds_per_step": 0.1, "kernels_named": 1,
+                   "kernels": [{"name": "fused_step_kernel", "calls_per_step": 1.0, "seconds_per_step": 0.1, "share": 1.0}]}
+json.dump(case, open(path, "w"))
+PY
+compiled_rate=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["member_steps_per_second"])' \
+  "$fused_dir/b3-vmap-compile.json")
+"$python" scripts/gpu_report.py fused "$fused_dir" > /dev/null
+"$python" - "$fused_dir" "$compiled_rate" <<'PY'
+import json, os, sys
+out, compiled_rate = sys.argv[1], float(sys.argv[2])
+fused = json.load(open(os.path.join(out, "fused.json")))
+quick, study = fused["cases"]
+assert quick["vmap_compile"] is None and quick["over_vmap_compile"] is None, quick
+assert study["vmap_compile"]["member_steps_per_second"] == compiled_rate, study["vmap_compile"]
+rate = study["fused"]["member_steps_per_second"]
+assert abs(study["over_vmap_compile"] - rate / compiled_rate) < 1e-12 * study["over_vmap_compile"], study
+assert abs(study["over_eager"] - rate / study["eager"]["member_steps_per_second"]) < 1e-12 * study["over_eager"]
+assert fused["profile"]["kernels"][0]["name"] == "fused_step_kernel", fused.get("profile")
+assert sorted(os.listdir(out)) == ["fused.json"], os.listdir(out)
+print("gpu_report fused: both cases, the compiled peer folded where its file was, none where not; the files gone")
 PY
