@@ -139,14 +139,19 @@ if [ "$run_tests" = 1 ]; then
 fi
 
 # 5. The bundle for the GPU machine.
-# Rehearsed here: the bundle's test binary runs the CPU suite from DIR, in a fresh folder.
+# Rehearsed here: the bundle's test binary runs the CPU suite from DIR, in a fresh folder,
+# with the checkout's test fixtures checked and copied in as gpu_run.sh does there (and
+# taken out again: the bundle travels without them).
 if [ -n "$bundle" ]; then
   scripts/cuda_bundle.sh "$build" "$bundle" "$python"
   if [ "$run_tests" = 1 ]; then
     say "the bundle's suite, from $bundle in a fresh folder"
     bundle_abs=$(cd "$bundle" && pwd)
+    cp -r tests/fixtures "$bundle_abs/source/tests/"
+    (cd "$bundle_abs/source/tests" && sha256sum --quiet -c ../../fixtures.sha256) || fail "the bundle's fixtures.sha256"
     (cd "$(mktemp -d)" && OMP_NUM_THREADS=2 PYTHON="$python" "$bundle_abs/run" tests --gtest_brief=1) ||
       fail "the bundle's suite failed"
+    rm -rf "$bundle_abs/source/tests/fixtures"
   fi
 fi
 say "done"

@@ -4,9 +4,14 @@
 #   DIR/bin/copytask, DIR/bin/copytask_tests   linked against the wheel's LibTorch, stripped
 #   DIR/lib/                                   any Debian library they need that a machine
 #                                              with only PyTorch may lack (zlib)
-#   DIR/source/                                the configs, the test fixtures and the files
-#                                              the tests read (README.md, docs/*.md, the
-#                                              experiments' configs, pilots' too)
+#   DIR/source/                                the configs and the files the tests read
+#                                              (README.md, docs/*.md, the experiments'
+#                                              configs, pilots' too); not the test fixtures
+#                                              (8 MB): the device tool carries the checkout
+#                                              beside the bundle, within 64 MiB in all, and
+#                                              gpu_run.sh copies the checkout's fixtures in
+#                                              once DIR/fixtures.sha256 says they are the
+#                                              bundle's commit's
 #   DIR/build_dir                              BUILD's absolute path (the kernels' line table
 #                                              names their headers under it)
 #   DIR/run copytask|tests ARGS...             runs one of them with the torch installation of
@@ -35,7 +40,7 @@ done
 # machine: gpu_run.sh makes the links again there so that ncu finds the kernels' source.
 (cd "$build" && pwd) > "$dir/build_dir"
 cp -r configs "$dir/source/"
-cp -r tests/fixtures "$dir/source/tests/"
+(cd tests && find fixtures -type f | LC_ALL=C sort | xargs sha256sum) > "$dir/fixtures.sha256"
 cp README.md "$dir/source/"
 cp docs/*.md "$dir/source/docs/"
 for file in $(find experiments -name '*.json'); do
@@ -94,12 +99,15 @@ outside_libraries | while read -r name path; do
 done
 outside=$(outside_libraries)
 [ -z "$outside" ] || fail "the bundle's binaries load libraries the GPU machine lacks: $(echo $outside)"
+# The device tool carries the checkout's tracked files with the bundle, 64 MiB in all.
 size=$(du -sm "$dir" | cut -f1)
-[ "$size" -lt 64 ] || fail "the bundle is $size MiB, over the 64 MiB the device tool carries"
+checkout=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print int(s / 1048576 + 1)}')
+[ $((size + checkout)) -lt 64 ] ||
+  fail "the bundle ($size MiB) and the checkout's tracked files ($checkout MiB) are over the 64 MiB the device tool carries"
 cat > "$dir/README" <<TEXT
 copytask $(git describe --always --dirty 2>/dev/null || echo unknown), bundled $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/cuda_bundle.sh from $(basename "$build")/
 against PyTorch $("$python" -W ignore -c 'import torch; print(torch.__version__)') (LibTorch, CUDA $("$python" -W ignore -c 'import torch; print(torch.version.cuda)'))
 for the GPU architectures $(grep -m1 'TORCH_CUDA_ARCH_LIST:' "$build/CMakeCache.txt" | cut -d= -f2).
 Run: DIR/run tests | DIR/run copytask ... (scripts/gpu_run.sh --prebuilt DIR; docs/gpu.md).
 TEXT
-echo "cuda_bundle: $dir ($size MiB): every library from the bundle, the torch installation or the C/C++ runtimes"
+echo "cuda_bundle: $dir ($size MiB, with the checkout's $checkout MiB): every library from the bundle, the torch installation or the C/C++ runtimes"

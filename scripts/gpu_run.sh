@@ -87,6 +87,17 @@ stage() {
 prefix=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 # The binaries: the bundle's, through its run script, or this build's.
 if [ -n "$prebuilt" ]; then
+  # The test fixtures from this checkout (the bundle leaves them out to fit the device tool's
+  # 64 MiB beside the checkout), if they are the ones the bundle was built with.
+  if [ ! -d "$prebuilt/source/tests/fixtures" ] && [ -f "$prebuilt/fixtures.sha256" ]; then
+    cp -r tests/fixtures "$prebuilt/source/tests/"
+    (cd "$prebuilt/source/tests" && sha256sum --quiet -c ../../fixtures.sha256) || {
+      rm -rf "$prebuilt/source/tests/fixtures"
+      echo "gpu_run: this checkout's tests/fixtures differ from the bundle's commit's: build the bundle again" \
+        "(scripts/cuda_build.sh --no-test --bundle $prebuilt)" >&2
+      exit 2
+    }
+  fi
   export PYTHON=$python  # the bundle's run script takes torch's libraries from this Python
   copytask="$prebuilt/run copytask"
   tests="$prebuilt/run tests --gtest_brief=1"
