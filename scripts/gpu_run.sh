@@ -291,7 +291,7 @@ for name in "${stages[@]}"; do
           echo \"copy family: stopped; the study folder in \$(ls $out | grep -c part-) piece(s) to carry back\"
         fi
         exit \$rc" ;;
-    *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-bench, fused-study or copy-family" >&2; exit 2 ;;
+    *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-peers, fused-bench, fused-study or copy-family" >&2; exit 2 ;;
   esac
 done
 # The device tool brings back 8 files: where the stages left more, the files beyond the first
