@@ -295,10 +295,7 @@ COPYTASK_INLINE void crossentropy_forward_backward_lanes(float* logits_l, const 
     for (int64_t t = 0; t < T; ++t) {
       float* p_t = logits_l + L * t * V + lane;
       Vec most = Vec{} - std::numeric_limits<float>::infinity();
-      for (int64_t v = 0; v < V; ++v) {
-        const Vec x = load_vec<Vec>(p_t + L * v);
-        most = x > most ? x : most;  // row_maximum's comparison: the same maximum
-      }
+      for (int64_t v = 0; v < V; ++v) most = larger_of(load_vec<Vec>(p_t + L * v), most);  // row_maximum's
       for (int64_t v = 0; v < V; ++v) store_vec(p_t + L * v, load_vec<Vec>(p_t + L * v) - most);
     }
   for (int64_t t = 0; t < T; ++t)

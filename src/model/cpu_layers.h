@@ -1155,23 +1155,22 @@ COPYTASK_INLINE void activation_backward(Activation f, const float* pre, const f
 // is the same whatever order they are compared in (of a +0 and a -0 it may give either,
 // which the cross-entropy below subtracts and exponentiates to the same values); a NaN is
 // passed over, as std::max(row_max, NaN) passes it over.
+// Lane by lane the larger of x and the maximum so far, by a compare and a select (no branch);
+// a NaN in x is passed over. row_maximum and the cross-entropy in lanes both take it, so
+// their maxima are the same numbers.
+template <class V>
+COPYTASK_INLINE V larger_of(V x, V most) {
+  return x > most ? x : most;
+}
+
 COPYTASK_INLINE float row_maximum(const float* p, int64_t n) {
   Vec8 most = Vec8{} - std::numeric_limits<float>::infinity();
   int64_t v = 0;
-  for (; v + 8 <= n; v += 8) {
-    const Vec8 x = load_vec<Vec8>(p + v);
-    most = x > most ? x : most;
-  }
-  for (; v < n; ++v) {
-    const Vec8 x = Vec8{} + p[v];  // the same number in every lane
-    most = x > most ? x : most;
-  }
-  Vec8 other = __builtin_shufflevector(most, most, 4, 5, 6, 7, 0, 1, 2, 3);
-  most = other > most ? other : most;
-  other = __builtin_shufflevector(most, most, 2, 3, 0, 1, 6, 7, 4, 5);
-  most = other > most ? other : most;
-  other = __builtin_shufflevector(most, most, 1, 0, 3, 2, 5, 4, 7, 6);
-  most = other > most ? other : most;
+  for (; v + 8 <= n; v += 8) most = larger_of(load_vec<Vec8>(p + v), most);
+  for (; v < n; ++v) most = larger_of(Vec8{} + p[v], most);  // the same number in every lane
+  most = larger_of(__builtin_shufflevector(most, most, 4, 5, 6, 7, 0, 1, 2, 3), most);
+  most = larger_of(__builtin_shufflevector(most, most, 2, 3, 0, 1, 6, 7, 4, 5), most);
+  most = larger_of(__builtin_shufflevector(most, most, 1, 0, 3, 2, 5, 4, 7, 6), most);
   return most[0];
 }
 

@@ -697,15 +697,6 @@ COPYTASK_INLINE void group_loss_backward_lanes(const Shape& s, const MemberConst
   from_lanes<Lanes>(t.grad_x, TD, group.n, work.lanes_buffers().rows, TD);
 }
 
-// The group's forward and backward in lanes (group_forward_lanes, group_loss_backward_lanes).
-template <class Lanes>
-COPYTASK_INLINE void group_forward_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
-                                                  float loss_weight, const LanesGradient& lanes, bool dropout,
-                                                  GroupWorkspace& work, double& loss) {
-  group_forward_lanes<Lanes>(s, c, group, dropout, work);
-  group_loss_backward_lanes<Lanes>(s, c, group, loss_weight, lanes, dropout, work, loss);
-}
-
 // ---- One member's model, a group of examples in rows ----------------------------------------
 
 // The attention of block l of example g in stages, for a member with hooks at the scores or
@@ -892,7 +883,8 @@ void group_forward_backward(const Shape& s, const MemberConstants& c, const std:
     for (int64_t g = 0; g < group.n; ++g)
       hook_examples_begin(c, group.positions_of(g, s.T), grad, work.hooks(g), group.hooks[g]);
     if (in_lanes) {
-      group_forward_backward_lanes<Lanes>(s, c, group, loss_weight, lanes_gradient, dropout, work, loss);
+      group_forward_lanes<Lanes>(s, c, group, dropout, work);
+      group_loss_backward_lanes<Lanes>(s, c, group, loss_weight, lanes_gradient, dropout, work, loss);
     } else {
       group_forward<Lanes>(s, c, group, dropout, work);
       for (int64_t g = 0; g < group.n; ++g)
