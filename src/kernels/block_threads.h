@@ -27,15 +27,14 @@
 
 namespace copytask::kernels {
 
-// The GPU's threads of the block that runs the body.
+// The GPU's threads of the block that runs the body: kThreads of them, the count the kernel
+// is launched with, known at compile time so that a phase's loop over its items and a body's
+// sums over the threads (product_tile_rows) divide by a constant, not by blockDim.x (a
+// division by a value known only at run time is some twenty instructions on a GPU, and the
+// step's every thread made several each phase: 2.6% of its stall samples on an H200).
+template <int kThreads>
 struct DeviceThreads {
-  COPYTASK_HOST_DEVICE int count() const {
-#if defined(__CUDA_ARCH__)
-    return static_cast<int>(blockDim.x);
-#else
-    return 1;  // never called on the host: a DeviceThreads exists only inside a kernel
-#endif
-  }
+  COPYTASK_HOST_DEVICE static constexpr int count() { return kThreads; }
   template <class Phase>
   COPYTASK_HOST_DEVICE void each(const Phase& phase) {
 #if defined(__CUDA_ARCH__)

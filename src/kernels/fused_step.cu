@@ -15,10 +15,11 @@ namespace {
 __global__ void __launch_bounds__(kFusedStepThreads, kBlocksPerMultiprocessor)
     fused_step_kernel(const __grid_constant__ FusedStepArgs args) {
   extern __shared__ float4 shared_raw[];  // float4: 16-byte aligned
-  DeviceThreads threads;
+  using Threads = DeviceThreads<kFusedStepThreads>;  // the launch's blockDim.x (fused_step_launch)
+  Threads threads;
   const int member = static_cast<int>(blockIdx.x) / args.partitions;
   const int partition = static_cast<int>(blockIdx.x) % args.partitions;
-  FusedStepBlock<DeviceThreads> block(args, member, partition, reinterpret_cast<float*>(shared_raw), threads);
+  FusedStepBlock<Threads> block(args, member, partition, reinterpret_cast<float*>(shared_raw), threads);
   block.run();
 }
 
