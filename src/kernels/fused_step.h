@@ -81,12 +81,16 @@ struct TileLayout {
 };
 
 inline constexpr int kProductTile = 4;  // a product's tile: its columns, and its rows at most
+// The columns of a head that the attention's sums hold in registers at once, and so an
+// attention item's columns (kernels/fused_step_body.h).
+inline constexpr int kHeadColumns = 4;
 
 // The shape's numbers the items divide their indices by (kernels/divisor.h), made once on
-// the host (step_divisors): T, D, F, H, a head's pairs (Dh / 2), and a product's column
-// tiles (its outputs O / 4, rounded up) for the four widths a product has, D, 3D, F and V.
+// the host (step_divisors): T, D, F, H, a head's pairs (Dh / 2), a head's fours of columns
+// (Dh / 4, rounded up), and a product's column tiles (its outputs O / 4, rounded up) for the
+// four widths a product has, D, 3D, F and V.
 struct StepDivisors {
-  Divisor T, D, F, H, pairs;
+  Divisor T, D, F, H, pairs, head_fours;
   Divisor tiles_of_D, tiles_of_3D, tiles_of_F, tiles_of_V;
 };
 
@@ -224,6 +228,7 @@ StepDivisors step_divisors(const StepShape& s);
 inline bool fused_step_args_complete(const FusedStepArgs& args) {
   const StepDivisors& v = args.divisors;
   return v.T.d == args.s.T && v.D.d == args.s.D && v.F.d == args.s.F && v.H.d == args.s.H &&
+         v.head_fours.d == (args.s.Dh + kHeadColumns - 1) / kHeadColumns &&
          args.partition_examples >= 1 && partition_count(args.s.B, args.partition_examples) == args.partitions;
 }
 // The most examples a tile can hold when a multiprocessor has `multiprocessor_bytes` of

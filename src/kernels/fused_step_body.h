@@ -8,7 +8,8 @@
 // Items: a row r of the tile (layer norms, the loss), a (row, element) pair (the elementwise
 // layers), a 4 x 4 tile of a product's outputs (the linear layers; 2 x 4 or 1 x 4 where a
 // phase has fewer 4 x 4 tiles than threads), a (example, head, query)
-// or (example, head, key) of the attention, a float of a weight gradient. Every output is
+// or (example, head, key) of the attention, or four columns of one (its sums over keys or
+// queries), a float of a weight gradient. Every output is
 // made by one item, its sum in a fixed order: a product's over k ascending, a weight
 // gradient's over the tile's rows in order, continuing the running sum the partition's slice
 // of `partial` holds, so the gradient is the same sum row after row whatever the tile.
@@ -117,8 +118,8 @@ COPYTASK_HOST_DEVICE inline void row_store_four(float* row, int d0, int n, const
 // memory at every term (a chain through memory: a load, a multiply-add, a store, per term).
 // The layer norms' and the loss's element-wise loops likewise load four columns' operands
 // before storing their results: the compiler cannot tell a store from the next column's
-// loads, so one column at a time each load waited for the store before it.
-inline constexpr int kHeadColumns = 4;
+// loads, so one column at a time each load waited for the store before it. (kHeadColumns:
+// kernels/fused_step.h.)
 
 // p[0 .. n-1] = e^(p - shift) in place, their sum returned, added in order (a softmax's
 // numerators: the attention's and the loss's), four loaded before any is stored.
@@ -156,23 +157,21 @@ COPYTASK_HOST_DEVICE inline void four_row_dots(const float* x, const float* rows
   }
 }
 // out[d] = the sum over j < n, in order from 0, of coefficient(j) * rows[j row_stride + d],
-// for d < width, four columns at a time in registers (the attention's weights @ v and
-// d(logits) @ k).
+// for the four columns d = d0 .. d0 + 3 below width, in registers (the attention's weights @ v
+// and d(logits) @ k: an item of its phases makes a head's four columns of a row).
 // `four`: the rows read and out written four floats at a time (row_four).
 template <class Coefficient>
-COPYTASK_HOST_DEVICE inline void weighted_rows_sum(int n, const Coefficient& coefficient, const float* rows,
-                                                   int row_stride, int width, bool four, float* out) {
+COPYTASK_HOST_DEVICE inline void weighted_rows_four(int n, const Coefficient& coefficient, const float* rows,
+                                                    int row_stride, int d0, int width, bool four, float* out) {
   static_assert(kHeadColumns == 4, "a head's four columns are one Four");
-  for (int d0 = 0; d0 < width; d0 += kHeadColumns) {
-    Four acc{};
-    for (int j = 0; j < n; ++j) {
-      const float a = coefficient(j);
-      const Four row = row_four(rows + j * row_stride, d0, width, four);
-      for (int c = 0; c < kHeadColumns; ++c)
-        if (d0 + c < width) acc.v[c] = fma_of(a, row.v[c], acc.v[c]);
-    }
-    row_store_four(out, d0, width, acc, four);
+  Four acc{};
+  for (int j = 0; j < n; ++j) {
+    const float a = coefficient(j);
+    const Four row = row_four(rows + j * row_stride, d0, width, four);
+    for (int c = 0; c < kHeadColumns; ++c)
+      if (d0 + c < width) acc.v[c] = fma_of(a, row.v[c], acc.v[c]);
   }
+  row_store_four(out, d0, width, acc, four);
 }
 // p[0 .. n-1] *= factor in place, four loaded before any is stored.
 COPYTASK_HOST_DEVICE inline void scale_in_place(float* p, int n, float factor) {
@@ -717,14 +716,26 @@ class FusedStepBlock {
   }
 
   // Item `item` of the attention's phases: (example e, head h, query or key t), item =
-  // (e H + h) T + t.
+  // (e H + h) T + t; with `fours`, also the head's four columns d0 = 4 f .. 4 f + 3, item =
+  // ((e H + h) T + t) G + f, G = Dh / 4 rounded up (the phases' sums over keys or queries,
+  // one item a row's four columns: G times the items, each a G-th as long).
   struct AttentionItem {
-    int e, h, t;
+    int e, h, t, d0;
   };
-  COPYTASK_HOST_DEVICE AttentionItem attention_item(int item) const {
+  COPYTASK_HOST_DEVICE AttentionItem attention_item(int item, bool fours = false) const {
+    int d0 = 0;
+    if (fours) {
+      const int row_item = a_.divisors.head_fours.div(item);
+      d0 = (item - row_item * a_.divisors.head_fours.d) * kHeadColumns;
+      item = row_item;
+    }
     const int rows = a_.divisors.T.div(item);  // item / T: (e, h)
     const int e = a_.divisors.H.div(rows);
-    return {e, rows - e * s_.H, item - rows * s_.T};
+    return {e, rows - e * s_.H, item - rows * s_.T, d0};
+  }
+  // The items of a phase over (example, head, row) and, with `fours`, a head's fours of columns.
+  COPYTASK_HOST_DEVICE int attention_items(bool fours) const {
+    return n_ * s_.H * s_.T * (fours ? a_.divisors.head_fours.d : 1);
   }
 
   // Item i of the rotation's phases: (row r, q or k, head h, pair), i = ((r 2 + part) H + h)
@@ -793,9 +804,12 @@ class FusedStepBlock {
     });
   }
 
-  // Items (example, head, query i): the row's logits q_i . k_j / sqrt(Dh) (+ the score
-  // bias), the causal mask, the softmax (kept before dropout), and mixed's head columns =
-  // the weights times the dropout mask @ v.
+  // Two phases. Items (example, head, query i): the row's logits q_i . k_j / sqrt(Dh) (+ the
+  // score bias), the causal mask, the softmax (kept before dropout), and the weights times the
+  // dropout mask. Then items (example, head, query i, four columns of the head): mixed's
+  // columns = those weights @ v, each column's sum over j in order. (One item a row made both
+  // while four fifths of the block's threads waited at the barrier: at the reference shape's
+  // tile, 50 rows for 256 threads; the sums over v now run on 250 items, a fifth as long.)
   COPYTASK_HOST_DEVICE void attention_forward(int l) {
     const int T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
     const float* qkv = block_part(l_.qkv, l);
@@ -803,7 +817,7 @@ class FusedStepBlock {
     float* mixed = block_part(l_.mixed, l);
     const float* bias = a_.tables.score_bias ? a_.tables.score_bias + static_cast<int64_t>(m_) * H * s_.P * s_.P : nullptr;
     const bool is_causal = causal();
-    block_items(threads_, n_ * H * T, [&](int item) {
+    block_items(threads_, attention_items(false), [&](int item) {
       const AttentionItem at = attention_item(item);
       const int e = at.e, h = at.h, i = at.t;
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
@@ -826,20 +840,29 @@ class FusedStepBlock {
       scale_in_place(w, seen, 1.0f / total);
       for (int j = seen; j < T; ++j) w[j] = 0.0f;
       // The weights times the dropout mask, in this row of grad_scores (free until the
-      // backward): each mask drawn once for the sums below.
+      // backward): each mask read once for the sums of the next phase.
       float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
       for (int j = 0; j < seen; ++j) kept[j] = w[j] * mask(l, 0, e, (h * T + i) * T + j);
+    });
+    block_items(threads_, attention_items(true), [&](int item) {
+      const AttentionItem at = attention_item(item, true);
+      const int e = at.e, h = at.h, i = at.t;
+      const int qr = e * T + i, seen = is_causal ? i + 1 : T;
+      const float* kept = sm(l_.grad_scores) + ((e * H + h) * T + i) * T;
       const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j of the head
-      weighted_rows_sum(seen, [&](int j) { return kept[j]; }, values, 3 * D, Dh, rows_four_, mixed + qr * D + h * Dh);
+      weighted_rows_four(seen, [&](int j) { return kept[j]; }, values, 3 * D, at.d0, Dh, rows_four_,
+                         mixed + qr * D + h * Dh);
     });
   }
 
   // From grad_narrow (R, D), the gradient at mixed: grad_wide (R, 3D) = the gradient at
   // q | k | v, and grad_scores the gradient at the logits (the score bias's). Two phases:
-  // items (example, head, query i) make row i's gradient at the logits and dq_i, and turn
-  // row i of the layer's weights into the weights times the dropout mask (what dv reads; the
-  // weights before dropout are not read again until the next tile's forward); then items
-  // (example, head, key j) make dk_j and dv_j from the columns j.
+  // items (example, head, query i) make row i's gradient at the logits and turn row i of the
+  // layer's weights into the weights times the dropout mask (what dv reads; the weights
+  // before dropout are not read again until the next tile's forward); then items (example,
+  // head, query i, four columns) make those columns of dq_i, and items (example, head, key j,
+  // four columns) those of dk_j and dv_j from the columns j, each column's sum in order (one
+  // item a row of the three, the whole head, ran on a fifth of the block's threads).
   COPYTASK_HOST_DEVICE void attention_backward(int l) {
     const int T = s_.T, H = s_.H, Dh = s_.Dh, D = s_.D;
     const float* qkv = block_part(l_.qkv, l);
@@ -848,7 +871,7 @@ class FusedStepBlock {
     float* gs = sm(l_.grad_scores);
     float* gq = sm(l_.grad_wide);
     const bool is_causal = causal();
-    block_items(threads_, n_ * H * T, [&](int item) {
+    block_items(threads_, attention_items(false), [&](int item) {
       const AttentionItem at = attention_item(item);
       const int e = at.e, h = at.h, i = at.t;
       const int qr = e * T + i, seen = is_causal ? i + 1 : T;
@@ -857,8 +880,7 @@ class FusedStepBlock {
       const float* g_i = g + qr * D + h * Dh;
       // d(weights)_j = g_i . v_j times the mask, then the softmax's backward.
       float weighted = 0;
-      const float* keys = qkv + e * T * 3 * D + D + h * Dh;        // row j: k_j of the head
-      const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j
+      const float* values = qkv + e * T * 3 * D + 2 * D + h * Dh;  // row j: v_j of the head
       for (int j0 = 0; j0 < seen; j0 += kHeadColumns) {
         float dot[kHeadColumns];
         four_row_dots(g_i, values, 3 * D, j0, seen, Dh, rows_four_, dot);
@@ -883,34 +905,41 @@ class FusedStepBlock {
           }
       }
       for (int j = seen; j < T; ++j) gl[j] = 0.0f;
-      weighted_rows_sum(seen, [&](int j) { return gl[j] * scale_; }, keys, 3 * D, Dh, rows_four_,
-                        gq + qr * 3 * D + h * Dh);
     });
     float* bias_grad = table_grad(kLearnsScoreBias, a_.tables.score_bias_grad, l);
-    block_items2(
-        threads_, n_ * H * T,
+    const int column_items = attention_items(true);
+    block_items3(
+        threads_, column_items,
         [&](int item) {
-          const AttentionItem at = attention_item(item);
-          const int e = at.e, h = at.h, j = at.t;
+          // dq_i's four columns: the logits' gradient (phase 1) @ k.
+          const AttentionItem at = attention_item(item, true);
+          const int e = at.e, h = at.h, i = at.t;
+          const int qr = e * T + i, seen = is_causal ? i + 1 : T;
+          const float* gl = gs + ((e * H + h) * T + i) * T;
+          const float* keys = qkv + e * T * 3 * D + D + h * Dh;  // row j: k_j of the head
+          weighted_rows_four(seen, [&](int j) { return gl[j] * scale_; }, keys, 3 * D, at.d0, Dh, rows_four_,
+                             gq + qr * 3 * D + h * Dh);
+        },
+        column_items,
+        [&](int item) {
+          // dk_j's and dv_j's four columns.
+          const AttentionItem at = attention_item(item, true);
+          const int e = at.e, h = at.h, j = at.t, d0 = at.d0;
           const int kr = e * T + j;
-          float* dk = gq + kr * 3 * D + D + h * Dh;
-          float* dv = gq + kr * 3 * D + 2 * D + h * Dh;
-          for (int d0 = 0; d0 < Dh; d0 += kHeadColumns) {
-            Four dk_acc{}, dv_acc{};
-            for (int i = is_causal ? j : 0; i < T; ++i) {
-              const Four q = row_four(qkv + (e * T + i) * 3 * D + h * Dh, d0, Dh, rows_four_);
-              const Four g_i = row_four(g + (e * T + i) * D + h * Dh, d0, Dh, rows_four_);
-              const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
-              const float kept = weights[((e * H + h) * T + i) * T + j];  // times its mask (phase 1)
-              for (int c = 0; c < kHeadColumns; ++c)
-                if (d0 + c < Dh) {
-                  dk_acc.v[c] = fma_of(scaled, q.v[c], dk_acc.v[c]);
-                  dv_acc.v[c] = fma_of(kept, g_i.v[c], dv_acc.v[c]);
-                }
-            }
-            row_store_four(dk, d0, Dh, dk_acc, rows_four_);
-            row_store_four(dv, d0, Dh, dv_acc, rows_four_);
+          Four dk_acc{}, dv_acc{};
+          for (int i = is_causal ? j : 0; i < T; ++i) {
+            const Four q = row_four(qkv + (e * T + i) * 3 * D + h * Dh, d0, Dh, rows_four_);
+            const Four g_i = row_four(g + (e * T + i) * D + h * Dh, d0, Dh, rows_four_);
+            const float scaled = gs[((e * H + h) * T + i) * T + j] * scale_;
+            const float kept = weights[((e * H + h) * T + i) * T + j];  // times its mask (phase 1)
+            for (int c = 0; c < kHeadColumns; ++c)
+              if (d0 + c < Dh) {
+                dk_acc.v[c] = fma_of(scaled, q.v[c], dk_acc.v[c]);
+                dv_acc.v[c] = fma_of(kept, g_i.v[c], dv_acc.v[c]);
+              }
           }
+          row_store_four(gq + kr * 3 * D + D + h * Dh, d0, Dh, dk_acc, rows_four_);
+          row_store_four(gq + kr * 3 * D + 2 * D + h * Dh, d0, Dh, dv_acc, rows_four_);
         },
         bias_grad ? H * s_.P : 0,
         [&](int item) {

@@ -68,6 +68,7 @@ StepDivisors step_divisors(const StepShape& s) {
   out.F = divisor_of(s.F);
   out.H = divisor_of(s.H);
   out.pairs = divisor_of(std::max(1, s.Dh / 2));
+  out.head_fours = divisor_of((s.Dh + kHeadColumns - 1) / kHeadColumns);
   out.tiles_of_D = tiles(s.D);
   out.tiles_of_3D = tiles(3 * s.D);
   out.tiles_of_F = tiles(s.F);
