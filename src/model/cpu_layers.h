@@ -1149,12 +1149,6 @@ COPYTASK_INLINE void activation_backward(Activation f, const float* pre, const f
 
 // ---- Cross-entropy -----------------------------------------------------------------------------
 
-// The largest of p[0 .. n), eight lanes at a time and without a branch on the numbers:
-// std::max one by one compiled to a compare and a jump, mispredicted wherever a row's
-// largest logit sits at a new place (2.6% of the reference step). The maximum of numbers
-// is the same whatever order they are compared in (of a +0 and a -0 it may give either,
-// which the cross-entropy below subtracts and exponentiates to the same values); a NaN is
-// passed over, as std::max(row_max, NaN) passes it over.
 // Lane by lane the larger of x and the maximum so far, by a compare and a select (no branch);
 // a NaN in x is passed over. row_maximum and the cross-entropy in lanes both take it, so
 // their maxima are the same numbers.
@@ -1163,6 +1157,12 @@ COPYTASK_INLINE V larger_of(V x, V most) {
   return x > most ? x : most;
 }
 
+// The largest of p[0 .. n), eight lanes at a time and without a branch on the numbers:
+// std::max one by one compiled to a compare and a jump, mispredicted wherever a row's
+// largest logit sits at a new place (2.6% of the reference step). The maximum of numbers
+// is the same whatever order they are compared in (of a +0 and a -0 it may give either,
+// which the cross-entropy below subtracts and exponentiates to the same values); a NaN is
+// passed over, as std::max(row_max, NaN) passes it over.
 COPYTASK_INLINE float row_maximum(const float* p, int64_t n) {
   Vec8 most = Vec8{} - std::numeric_limits<float>::infinity();
   int64_t v = 0;
