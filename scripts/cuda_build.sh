@@ -147,8 +147,7 @@ if [ -n "$bundle" ]; then
   if [ "$run_tests" = 1 ]; then
     say "the bundle's suite, from $bundle in a fresh folder"
     bundle_abs=$(cd "$bundle" && pwd)
-    cp -r tests/fixtures "$bundle_abs/source/tests/"
-    (cd "$bundle_abs/source/tests" && sha256sum --quiet -c ../../fixtures.sha256) || fail "the bundle's fixtures.sha256"
+    scripts/bundle_fixtures.sh "$bundle_abs" || fail "the bundle's fixtures.sha256"
     (cd "$(mktemp -d)" && OMP_NUM_THREADS=2 PYTHON="$python" "$bundle_abs/run" tests --gtest_brief=1) ||
       fail "the bundle's suite failed"
     rm -rf "$bundle_abs/source/tests/fixtures"

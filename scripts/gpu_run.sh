@@ -89,15 +89,7 @@ prefix=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))'
 if [ -n "$prebuilt" ]; then
   # The test fixtures from this checkout (the bundle leaves them out to fit the device tool's
   # 64 MiB beside the checkout), if they are the ones the bundle was built with.
-  if [ ! -d "$prebuilt/source/tests/fixtures" ] && [ -f "$prebuilt/fixtures.sha256" ]; then
-    cp -r tests/fixtures "$prebuilt/source/tests/"
-    (cd "$prebuilt/source/tests" && sha256sum --quiet -c ../../fixtures.sha256) || {
-      rm -rf "$prebuilt/source/tests/fixtures"
-      echo "gpu_run: this checkout's tests/fixtures differ from the bundle's commit's: build the bundle again" \
-        "(scripts/cuda_build.sh --no-test --bundle $prebuilt)" >&2
-      exit 2
-    }
-  fi
+  [ -d "$prebuilt/source/tests/fixtures" ] || scripts/bundle_fixtures.sh "$prebuilt" || exit 2
   export PYTHON=$python  # the bundle's run script takes torch's libraries from this Python
   copytask="$prebuilt/run copytask"
   tests="$prebuilt/run tests --gtest_brief=1"
@@ -106,6 +98,12 @@ else
   tests=""
 fi
 nvcc=$(command -v nvcc || true)
+# The PyTorch baseline's two cases beside copytask's (scripts/baseline_pytorch.py), in every
+# stage that runs them: the quick recipe (18 members, batch 128, 3 + 20 steps) and the
+# reference study's full batch (30 members; its warm-up and steps per form, a step there
+# being long and torch.compile's warm-up longer).
+quick_baseline="--members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20"
+reference_baseline="--members 30 --positional mixed --batch-size 0 --lr 3e-4"
 for name in "${stages[@]}"; do
   case "$name" in
     env) stage env 120 "nvidia-smi; '$python' $report env '$summary'" ;;
@@ -148,9 +146,9 @@ for name in "${stages[@]}"; do
         \$b bench --config configs/reference.json train.seeds=[0] train.device=cuda --warmup 3 --steps 20 --json $out/c1.json
         '$python' scripts/baseline_pytorch.py --device cuda --members 1 --batch-size 0 --lr 3e-4 --warmup 3 --steps 20 --json $out/b1.json
         \$b bench --compare --config configs/quick.json train.device=cuda --warmup 3 --steps 20 --json $out/c2.json
-        '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2.json
+        '$python' scripts/baseline_pytorch.py --device cuda $quick_baseline --json $out/b2.json
         \$b bench --compare --config configs/reference.json train.device=cuda --warmup 3 --steps 20 --json $out/c3.json
-        '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/b3.json
+        '$python' scripts/baseline_pytorch.py --device cuda $reference_baseline --warmup 1 --steps 5 --json $out/b3.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.cuda_graph=false --warmup 3 --steps 20 \\
           --profile $out/trace.json --json $out/c4.json
         '$python' $report bench $out
@@ -162,10 +160,10 @@ for name in "${stages[@]}"; do
           '$python' $report bench $out
         }
         for form in vmap vmap-compile; do
-          peer b2-\$form --form \$form --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20
+          peer b2-\$form --form \$form $quick_baseline
         done
         for form in vmap vmap-compile; do
-          peer b3-\$form --form \$form --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 2 --steps 5
+          peer b3-\$form --form \$form $reference_baseline --warmup 2 --steps 5
         done
         exit \$failed" ;;
     study)
@@ -206,10 +204,9 @@ for name in "${stages[@]}"; do
       # minute or more each, its seconds in the file). Run before fused-bench, whose report
       # folds b2-vmap-compile.json and b3-vmap-compile.json into fused.json's cases.
       stage fused-peers 420 "set -e
-        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile --members 18 --positional mixed \\
-          --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/b2-vmap-compile.json
-        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile --members 30 --positional mixed \\
-          --batch-size 0 --lr 3e-4 --warmup 2 --steps 5 --json $out/b3-vmap-compile.json" ;;
+        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile $quick_baseline --json $out/b2-vmap-compile.json
+        '$python' scripts/baseline_pytorch.py --device cuda --form vmap-compile $reference_baseline --warmup 2 --steps 5 \\
+          --json $out/b3-vmap-compile.json" ;;
     fused-bench)
       # The device step on LibTorch's ops is train.step=autograd (uncaptured: the CUDA graph
       # gains it 1.01x, experiments/gpu), since auto takes the fused step on a GPU.
@@ -217,10 +214,10 @@ for name in "${stages[@]}"; do
         b='$copytask'
         \$b bench --compare --config configs/quick.json train.device=cuda train.step=fused-gpu --warmup 3 --steps 20 --json $out/fq.json
         \$b bench --compare --config configs/quick.json train.device=cuda train.step=autograd --warmup 3 --steps 20 --json $out/dq.json
-        '$python' scripts/baseline_pytorch.py --device cuda --members 18 --positional mixed --batch-size 128 --lr 0.002 --warmup 3 --steps 20 --json $out/eq.json
+        '$python' scripts/baseline_pytorch.py --device cuda $quick_baseline --json $out/eq.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu --warmup 3 --steps 20 --json $out/fr.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.step=autograd --warmup 3 --steps 10 --json $out/dr.json
-        '$python' scripts/baseline_pytorch.py --device cuda --members 30 --positional mixed --batch-size 0 --lr 3e-4 --warmup 1 --steps 5 --json $out/er.json
+        '$python' scripts/baseline_pytorch.py --device cuda $reference_baseline --warmup 1 --steps 5 --json $out/er.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false --warmup 3 --steps 10 \\
           --profile $out/fused_trace.json --json $out/fp.json
         '$python' $report fused $out
