@@ -1142,8 +1142,9 @@ void lanes_gradient_add(const LanesGradient& lanes, int64_t floats, float* grad)
 
 // Every (member, partition) task sums its examples' gradients into its own buffer, G
 // examples at a time, and its examples' loss. A member whose groups run in lanes sums its
-// parameters' gradients but the token embedding's a lane apart first, and adds the lanes at the partition's
-// end: the same partition, member and batch give the same order whatever the threads.
+// parameters' gradients but the token embedding's a lane apart first, and adds the lanes at
+// the partition's end: the same partition, member and batch give the same order whatever the
+// threads.
 PartitionSums partitions_forward_backward(const Shape& s, const std::vector<MemberConstants>& constants,
                                           const ParameterTable& parameters, const BatchLayout& batch,
                                           const DropoutLayout& layout, const torch::Tensor& inputs,

@@ -31,10 +31,10 @@
 // whatever its rows or lanes. The parameters' gradients in rows sum a group's rows in the
 // examples' order, as the examples one after another did: the same bits whatever G. Across
 // the lanes the parameters' gradients but the token embedding's (the blocks', the final layer
-// norm's and the head's) sum each lane's examples apart over a whole
-// partition, then the 16 lanes in order at its end: the same terms in another order, so the
-// same numbers within float rounding (about 1e-6 of a gradient's largest element, tested),
-// and always the same bits for the same batch, members and partitions, whatever the threads.
+// norm's and the head's) sum each lane's examples apart over a whole partition, then the 16
+// lanes in order at its end: the same terms in another order, so the same numbers within
+// float rounding (about 1e-6 of a gradient's largest element, tested), and always the same
+// bits for the same batch, members and partitions, whatever the threads.
 // One more exception, within float rounding: a table that the blocks share (the score bias, a
 // learned rotation or scale), whose hook at positions 0..T-1 sums its gradient straight into
 // the member's block after block, gets the group's terms of the last block first, then the
