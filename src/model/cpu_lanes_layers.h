@@ -28,9 +28,22 @@ namespace copytask::cpu {
 
 // ---- Linear layers across the lanes ------------------------------------------------------
 
+// What a linear layer's tile does with its sums y, at each element's offset in C: the
+// pointwise pass that followed the product, done while y is in registers (the passes over
+// the layer's output in memory had taken 7% of the step). Each is the operation of
+// cpu_layers.h's pass in its order, so the same bits.
+enum class LanesEpilogue {
+  store,          // C = y
+  residual,       // C += y * mask (or + y): residual_forward, C the residual stream
+  relu,           // C = y, activated = relu(y) * mask (or relu(y)): relu_forward after the store
+  relu_backward,  // C = (pre > 0 ? y : 0) * mask (or without): relu_backward of y, the layer's
+                  // input gradient, into the gradient at the pre-activation
+};
+
 // C (rows, O) in lanes = bias (O) (or 0) + A (rows, K) in lanes @ W (K, O), W shared by the
 // lanes: A(r, k) at A + 16 (r a_row + k), W(k, o) at W[k w_row + o], C(r, o) at C + 16 (r c_row
-// + o). Each lane's sum is matmul_tile's: the bias (or 0), then one multiply-add a k in order.
+// + o). Each lane's sum is matmul_tile's: the bias (or 0), then one multiply-add a k in order;
+// then the epilogue. mask, pre and activated are laid out as C.
 struct LanesLinear {
   const float* A;
   int64_t a_row;
@@ -40,7 +53,37 @@ struct LanesLinear {
   float* C;
   int64_t c_row;
   int64_t rows, K, O;
+  LanesEpilogue epilogue = LanesEpilogue::store;
+  const float* mask = nullptr;   // dropout's, or null (residual, relu, relu_backward)
+  const float* pre = nullptr;    // the pre-activation (relu_backward)
+  float* activated = nullptr;    // relu's output (relu)
 };
+
+// The epilogue E of a tile's sums acc (R, NO) at rows r0.., columns o0.., lanes lane..: at
+// each element's offset in C (and in mask, pre, activated); Masked: p.mask is given.
+template <LanesEpilogue E, bool Masked, class Vec, int R, int NO>
+COPYTASK_INLINE void lanes_linear_finish(const LanesLinear& p, int64_t r0, int64_t o0, int64_t lane,
+                                         const Vec (&acc)[R][NO]) {
+  for (int r = 0; r < R; ++r)
+    for (int o = 0; o < NO; ++o) {
+      const int64_t at = lane + kExampleLanes * ((r0 + r) * p.c_row + o0 + o);
+      const Vec y = acc[r][o];
+      if constexpr (E == LanesEpilogue::store) {
+        store_vec(p.C + at, y);
+      } else if constexpr (E == LanesEpilogue::residual) {
+        const Vec x = load_vec<Vec>(p.C + at);
+        if constexpr (Masked) store_vec(p.C + at, x + y * load_vec<Vec>(p.mask + at));
+        else store_vec(p.C + at, x + y);
+      } else if constexpr (E == LanesEpilogue::relu) {
+        store_vec(p.C + at, y);
+        const Vec kept = y > 0.0f ? y : Vec{};
+        store_vec(p.activated + at, Masked ? kept * load_vec<Vec>(p.mask + at) : kept);
+      } else {
+        const Vec passed = load_vec<Vec>(p.pre + at) > 0.0f ? y : Vec{};
+        store_vec(p.C + at, Masked ? passed * load_vec<Vec>(p.mask + at) : passed);
+      }
+    }
+}
 
 // The tile: rows r0 .. r0 + R - 1, columns o0 .. o0 + NO - 1, lanes lane .. lane + W - 1. Each
 // k loads R vectors of A and broadcasts NO weights for R NO multiply-adds.
@@ -59,8 +102,20 @@ COPYTASK_INLINE void lanes_linear_tile(const LanesLinear& p, int64_t r0, int64_t
       for (int r = 0; r < R; ++r) acc[r][o] += a[r] * w;
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int o = 0; o < NO; ++o) store_vec(p.C + lane + kExampleLanes * ((r0 + r) * p.c_row + o0 + o), acc[r][o]);
+  constexpr auto store = LanesEpilogue::store, residual = LanesEpilogue::residual, relu = LanesEpilogue::relu,
+                 relu_backward = LanesEpilogue::relu_backward;
+  switch (p.epilogue) {  // once a tile
+    case store: return lanes_linear_finish<store, false>(p, r0, o0, lane, acc);
+    case residual:
+      return p.mask ? lanes_linear_finish<residual, true>(p, r0, o0, lane, acc)
+                    : lanes_linear_finish<residual, false>(p, r0, o0, lane, acc);
+    case relu:
+      return p.mask ? lanes_linear_finish<relu, true>(p, r0, o0, lane, acc)
+                    : lanes_linear_finish<relu, false>(p, r0, o0, lane, acc);
+    case relu_backward:
+      return p.mask ? lanes_linear_finish<relu_backward, true>(p, r0, o0, lane, acc)
+                    : lanes_linear_finish<relu_backward, false>(p, r0, o0, lane, acc);
+  }
 }
 
 // lanes_linear_tile as lanes_tiles (cpu_attention_lanes.h) calls it, the tiles of the
@@ -110,12 +165,40 @@ COPYTASK_INLINE void linear_forward_lanes(const float* in_l, const float* w, con
   lanes_linear<Lanes>(LanesLinear{in_l, I, w, O, bias, out_l, O, T, I, O});
 }
 
+// x (T, O) += in (T, I) @ w (I, O) + bias (O), times the dropout mask (T, O) where given:
+// linear_forward_lanes then residual_forward, in one pass. All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_residual_lanes(const float* in_l, const float* w, const float* bias, const float* mask_l,
+                                           float* x_l, int64_t T, int64_t I, int64_t O) {
+  lanes_linear<Lanes>(LanesLinear{in_l, I, w, O, bias, x_l, O, T, I, O, LanesEpilogue::residual, mask_l});
+}
+
+// pre (T, O) = in (T, I) @ w (I, O) + bias (O), and hidden (T, O) = relu(pre) times the
+// dropout mask where given: linear_forward_lanes then relu_forward, in one pass. All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_relu_lanes(const float* in_l, const float* w, const float* bias, const float* mask_l,
+                                       float* pre_l, float* hidden_l, int64_t T, int64_t I, int64_t O) {
+  lanes_linear<Lanes>(
+      LanesLinear{in_l, I, w, O, bias, pre_l, O, T, I, O, LanesEpilogue::relu, mask_l, nullptr, hidden_l});
+}
+
 // linear_backward's input gradient across the lanes: grad_in (T, I) = grad_out (T, O) @ w^T,
 // both in lanes, read from w_t = w^T (O, I).
 template <class Lanes>
 COPYTASK_INLINE void linear_input_gradient_lanes(const float* grad_out_l, const float* w_t, float* grad_in_l, int64_t T,
                                                  int64_t I, int64_t O) {
   lanes_linear<Lanes>(LanesLinear{grad_out_l, O, w_t, I, nullptr, grad_in_l, I, T, O, I});
+}
+
+// The input gradient through a ReLU layer's output: grad_pre (T, I) = relu_backward of
+// grad_out (T, O) @ w^T at pre (T, I), times the dropout mask (T, I) where given: what
+// linear_input_gradient_lanes then relu_backward give, in one pass. All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_input_gradient_relu_lanes(const float* grad_out_l, const float* w_t, const float* pre_l,
+                                                      const float* mask_l, float* grad_pre_l, int64_t T, int64_t I,
+                                                      int64_t O) {
+  lanes_linear<Lanes>(
+      LanesLinear{grad_out_l, O, w_t, I, nullptr, grad_pre_l, I, T, O, I, LanesEpilogue::relu_backward, mask_l, pre_l});
 }
 
 // linear_backward's weight and bias gradients, each lane's own: grad_w_l (I, O) += in^T @

@@ -574,9 +574,9 @@ COPYTASK_INLINE void attention_backward_lanes_group(const Shape& s, const Member
 // activations in the workspace, in lanes.
 template <class Lanes>
 COPYTASK_INLINE void block_forward_lanes(const Shape& s, const MemberConstants& c, const Group& group, int64_t l,
-                                         bool dropout, GroupWorkspace& work, float* x, float* scratch) {
+                                         bool dropout, GroupWorkspace& work, float* x) {
   const int64_t T = s.T, D = s.D, F = s.F;
-  const int64_t RD = kExampleLanes * T * D, RF = kExampleLanes * T * F;  // a part's lanes floats
+  const int64_t RF = kExampleLanes * T * F;  // a part's lanes floats
   auto a = work.block(l);
   auto mask = [&](DropoutSite site) -> const float* { return dropout ? a.masks[site] : nullptr; };
   // x += dropout(proj(attention(ln1(x)))).
@@ -585,18 +585,21 @@ COPYTASK_INLINE void block_forward_lanes(const Shape& s, const MemberConstants& 
   linear_forward_lanes<Lanes>(a.attn_in, c.weight[block_index(l, kQkv)].data(), nullptr, work.lanes_buffers(l).qkv, T, D,
                               3 * D);  // (T, 3D): q | k | v
   attention_forward_lanes_group<Lanes>(s, c, group, l, dropout, work);
-  linear_forward_lanes<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)], scratch,
-                              T, D, D);
-  residual_forward(x, scratch, mask(kAttentionOutput), RD);
-  // x += dropout(fc2(dropout(f(fc1(ln2(x)))))), f the activation.
+  linear_residual_lanes<Lanes>(a.mixed, c.weight[block_index(l, kProjW)].data(), c.value[block_index(l, kProjB)],
+                               mask(kAttentionOutput), x, T, D, D);
+  // x += dropout(fc2(dropout(f(fc1(ln2(x)))))), f the activation: ReLU's in fc1's tiles.
   layernorm_forward_lanes<Lanes>(x, c.value[block_index(l, kLn2W)], c.value[block_index(l, kLn2B)], a.normalized2,
                                  a.rstd2, a.ff_in, T, D);
-  linear_forward_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
-                              a.pre_activation, T, D, F);
-  activation_forward(c.activation, a.pre_activation, mask(kHidden), a.hidden, RF);
-  linear_forward_lanes<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)], scratch,
-                              T, F, D);
-  residual_forward(x, scratch, mask(kFeedForwardOutput), RD);
+  if (c.activation == Activation::relu) {
+    linear_relu_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
+                             mask(kHidden), a.pre_activation, a.hidden, T, D, F);
+  } else {
+    linear_forward_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
+                                a.pre_activation, T, D, F);
+    activation_forward(c.activation, a.pre_activation, mask(kHidden), a.hidden, RF);
+  }
+  linear_residual_lanes<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)],
+                               mask(kFeedForwardOutput), x, T, F, D);
 }
 
 // A linear layer's backward in lanes: its weight (and bias) gradient a lane apart, into
@@ -636,9 +639,15 @@ COPYTASK_INLINE void block_backward_lanes(const Shape& s, const MemberConstants&
 
   // Feed-forward: out = in + dropout(fc2(hidden)).
   residual_backward(t.grad_x, mask(kFeedForwardOutput), t.grad_a, RD);
-  linear_backward_lanes<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden, T,
-                               F, D);
-  activation_backward(c.activation, a.pre_activation, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
+  if (c.activation == Activation::relu) {  // the ReLU's backward in fc2's input gradient's tiles
+    linear_weight_gradient_lanes<Lanes>(a.hidden, t.grad_a, grad_of(kFc2W), grad_of(kFc2B), T, F, D);
+    linear_input_gradient_relu_lanes<Lanes>(t.grad_a, transposed(kFc2W), a.pre_activation, mask(kHidden), t.grad_pre,
+                                            T, F, D);
+  } else {
+    linear_backward_lanes<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden,
+                                 T, F, D);
+    activation_backward(c.activation, a.pre_activation, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
+  }
   linear_backward_lanes<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D,
                                F);
   layernorm_backward_lanes<Lanes>(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W),
@@ -669,7 +678,7 @@ COPYTASK_INLINE void group_forward_lanes(const Shape& s, const MemberConstants& 
     for (int k : c.embedding) c.hooks[k]->embedding_forward(group.hooks[g][k], x_g);
   }
   to_lanes<Lanes>(x.rows, TD, group.n, TD, t.x);
-  for (int64_t l = 0; l < s.L; ++l) block_forward_lanes<Lanes>(s, c, group, l, dropout, work, t.x, t.grad_a);
+  for (int64_t l = 0; l < s.L; ++l) block_forward_lanes<Lanes>(s, c, group, l, dropout, work, t.x);
   layernorm_forward_lanes<Lanes>(t.x, c.value[kLnfW], c.value[kLnfB], t.normalized_f, t.rstd_f, t.final_in, s.T, s.D);
   linear_forward_lanes<Lanes>(t.final_in, c.weight[kHeadW].data(), c.value[kHeadB], t.logits, s.T, s.D, s.V);
 }
