@@ -4,8 +4,11 @@
 // gradient, and the layer norm's forward and input gradient; and each lane's parameter
 // gradients (a weight's, a bias's, a layer norm's) are its example's alone, summed as the
 // example-at-a-time layers sum one example's rows, while the lanes past a partial group's
-// examples add nothing. Full and partial groups, widths below, at and past a vector's and the
-// layer norm's eight-lane sums.
+// examples add nothing; and a linear layer whose tiles finish with the pass that followed it
+// (the residual addition, ReLU, ReLU's backward) gives the layer's and then the pass's
+// numbers. Full and partial groups, widths below, at and past a vector's and the layer
+// norm's eight-lane sums.
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -93,6 +96,72 @@ TEST_P(LanesLayersTest, LinearLayersGiveTheExampleAtATimeNumbersBitForBit) {
         EXPECT_TRUE(lanes_equal(grad_w_l, grad_w, I * O, L, at + ": weight gradient"));
         EXPECT_TRUE(lanes_equal(grad_bias_l, grad_bias, O, L, at + ": bias gradient"));
       }
+}
+
+// A linear layer's tiles finishing with the pass that followed them (the residual addition,
+// ReLU forward, ReLU backward; with a dropout mask and without) give the numbers of the
+// layer and then the pass, bit for bit: cpu_lanes_layers.h's LanesEpilogue.
+TEST_P(LanesLayersTest, LinearLayersFinishedWithTheirPassGiveThePassAfterTheLayerBitForBit) {
+  std::mt19937 rng(12);
+  const int64_t L = cpu::kExampleLanes;
+  struct Case {
+    int64_t T, I, O;
+  };
+  for (const Case shape : {Case{10, 20, 80}, Case{10, 80, 20}, Case{10, 20, 20}, Case{7, 5, 3}, Case{13, 64, 17}})
+    for (const bool masked : {false, true}) {
+      const int64_t T = shape.T, I = shape.I, O = shape.O;
+      const std::string at = "T " + std::to_string(T) + ", I " + std::to_string(I) + ", O " + std::to_string(O) +
+                             (masked ? ", masked" : "");
+      const auto in_l = random_floats(rng, L * T * I), grad_out_l = random_floats(rng, L * T * O);
+      const auto w = random_floats(rng, I * O), bias = random_floats(rng, O);
+      const auto x_start = random_floats(rng, L * T * O), pre_l = random_floats(rng, L * T * I);
+      std::vector<float> w_t(static_cast<size_t>(O * I + cpu::kSlack));
+      for (int64_t i = 0; i < I; ++i)
+        for (int64_t o = 0; o < O; ++o) w_t[o * I + i] = w[i * O + o];
+      // Dropout's masks: 0 or 1 / (1 - p), a tenth dropped; one for the layer's outputs, one
+      // for its inputs.
+      auto mask_of = [&](int64_t n) {
+        std::bernoulli_distribution dropped(0.1);
+        std::vector<float> m(static_cast<size_t>(n + cpu::kSlack));
+        for (float& v : m) v = dropped(rng) ? 0.0f : 1.0f / 0.9f;
+        return m;
+      };
+      const auto mask_out = mask_of(L * T * O), mask_in = mask_of(L * T * I);
+      const float* m_out = masked ? mask_out.data() : nullptr;
+      const float* m_in = masked ? mask_in.data() : nullptr;
+      auto floats = [](int64_t n) { return std::vector<float>(static_cast<size_t>(n + cpu::kSlack)); };
+      auto y = floats(L * T * O), x_separate = x_start, x_fused = x_start;
+      auto relu_separate = floats(L * T * O), pre_fused = floats(L * T * O), relu_fused = floats(L * T * O);
+      auto grad_in = floats(L * T * I), grad_pre_separate = floats(L * T * I), grad_pre_fused = floats(L * T * I);
+      cpu::on_cpu_variant([&](auto lanes) COPYTASK_KERNEL_BODY {
+        using Lanes = decltype(lanes);
+        cpu::linear_forward_lanes<Lanes>(in_l.data(), w.data(), bias.data(), y.data(), T, I, O);
+        cpu::residual_forward(x_separate.data(), y.data(), m_out, L * T * O);
+        cpu::relu_forward(y.data(), m_out, relu_separate.data(), L * T * O);
+        cpu::linear_input_gradient_lanes<Lanes>(grad_out_l.data(), w_t.data(), grad_in.data(), T, I, O);
+        cpu::relu_backward(pre_l.data(), m_in, grad_in.data(), grad_pre_separate.data(), L * T * I);
+
+        cpu::linear_residual_lanes<Lanes>(in_l.data(), w.data(), bias.data(), m_out, x_fused.data(), T, I, O);
+        cpu::linear_relu_lanes<Lanes>(in_l.data(), w.data(), bias.data(), m_out, pre_fused.data(), relu_fused.data(), T,
+                                      I, O);
+        cpu::linear_input_gradient_relu_lanes<Lanes>(grad_out_l.data(), w_t.data(), pre_l.data(), m_in,
+                                                     grad_pre_fused.data(), T, I, O);
+      });
+      // Every lane: the layouts are the same on both sides.
+      auto same = [&](const std::vector<float>& got, const std::vector<float>& want, int64_t n,
+                      const std::string& what) -> ::testing::AssertionResult {
+        if (std::memcmp(got.data(), want.data(), static_cast<size_t>(n) * sizeof(float)) == 0)
+          return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << at << ": " << what << " differs from the pass after the layer";
+      };
+      EXPECT_TRUE(same(x_fused, x_separate, L * T * O, "the residual addition"));
+      EXPECT_TRUE(same(pre_fused, y, L * T * O, "ReLU's pre-activation"));
+      EXPECT_TRUE(same(relu_fused, relu_separate, L * T * O, "ReLU's output"));
+      EXPECT_TRUE(same(grad_pre_fused, grad_pre_separate, L * T * I, "ReLU's backward"));
+      // Not vacuous: the residual addition moved x, ReLU zeroed some outputs.
+      EXPECT_NE(std::memcmp(x_fused.data(), x_start.data(), static_cast<size_t>(L * T * O) * sizeof(float)), 0) << at;
+      EXPECT_TRUE(std::count(relu_fused.begin(), relu_fused.begin() + L * T * O, 0.0f) > 0) << at;
+    }
 }
 
 TEST_P(LanesLayersTest, LayerNormGivesTheExampleAtATimeNumbersBitForBit) {
