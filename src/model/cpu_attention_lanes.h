@@ -191,11 +191,13 @@ template <class Lanes, class Tile>
 COPYTASK_INLINE void lanes_tiles(const Tile& tile, int64_t rows, int64_t O) {
   using Vec = LanesChunk<Lanes>;
   constexpr int W = sizeof(Vec) / sizeof(float), R = LanesTileShape<Lanes>::R, NO = LanesTileShape<Lanes>::NO;
-  for (int64_t lane = 0; lane < kExampleLanes; lane += W) {
-    int64_t r = 0;
-    for (; r + R <= rows; r += R) lanes_tile_row<Vec, R, NO>(tile, r, 0, O, lane);
-    for (; r < rows; ++r) lanes_tile_row<Vec, 1, NO>(tile, r, 0, O, lane);
-  }
+  // The lanes innermost: where a vector is half the 16 lanes (AVX2's), a row's two halves are
+  // then written one after the other, each cache line whole while it is in L1.
+  int64_t r = 0;
+  for (; r + R <= rows; r += R)
+    for (int64_t lane = 0; lane < kExampleLanes; lane += W) lanes_tile_row<Vec, R, NO>(tile, r, 0, O, lane);
+  for (; r < rows; ++r)
+    for (int64_t lane = 0; lane < kExampleLanes; lane += W) lanes_tile_row<Vec, 1, NO>(tile, r, 0, O, lane);
 }
 
 // lanes_tile as lanes_tiles calls it, its start (0 or C) chosen once, outside the tiles.
