@@ -201,6 +201,34 @@ COPYTASK_INLINE void linear_input_gradient_relu_lanes(const float* grad_out_l, c
       LanesLinear{grad_out_l, O, w_t, I, nullptr, grad_pre_l, I, T, O, I, LanesEpilogue::relu_backward, mask_l, pre_l});
 }
 
+// fc1 and its activation f: pre (T, O) = in (T, I) @ w (I, O) + bias (O), hidden (T, O) = f(pre)
+// times the dropout mask where given. ReLU in the layer's tiles (linear_relu_lanes); another f
+// (GELU) its own pass after the layer (activation_forward). All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_activation_lanes(Activation f, const float* in_l, const float* w, const float* bias,
+                                             const float* mask_l, float* pre_l, float* hidden_l, int64_t T, int64_t I,
+                                             int64_t O) {
+  if (f == Activation::relu) return linear_relu_lanes<Lanes>(in_l, w, bias, mask_l, pre_l, hidden_l, T, I, O);
+  linear_forward_lanes<Lanes>(in_l, w, bias, pre_l, T, I, O);
+  activation_forward(f, pre_l, mask_l, hidden_l, kExampleLanes * T * O);
+}
+
+// Its backward's input gradient through the layer after it: grad_pre (T, I) = the backward of
+// f at pre (T, I) of grad_out (T, O) @ w^T, times the dropout mask (T, I) where given, w^T read
+// from w_t (O, I). ReLU's backward in that layer's tiles (linear_input_gradient_relu_lanes);
+// another f's after them, through grad_hidden (T, I), the gradient at f's output (unused with
+// ReLU). All in lanes.
+template <class Lanes>
+COPYTASK_INLINE void linear_input_gradient_activation_lanes(Activation f, const float* grad_out_l, const float* w_t,
+                                                            const float* pre_l, const float* mask_l,
+                                                            float* grad_hidden_l, float* grad_pre_l, int64_t T,
+                                                            int64_t I, int64_t O) {
+  if (f == Activation::relu)
+    return linear_input_gradient_relu_lanes<Lanes>(grad_out_l, w_t, pre_l, mask_l, grad_pre_l, T, I, O);
+  linear_input_gradient_lanes<Lanes>(grad_out_l, w_t, grad_hidden_l, T, I, O);
+  activation_backward(f, pre_l, mask_l, grad_hidden_l, grad_pre_l, kExampleLanes * T * I);
+}
+
 // linear_backward's weight and bias gradients, each lane's own: grad_w_l (I, O) += in^T @
 // grad_out and grad_bias_l (O) += the column sums of grad_out (when given), lane e summing
 // example e's rows in order. in (T, I), grad_out (T, O) and both gradients in lanes. The

@@ -576,7 +576,6 @@ template <class Lanes>
 COPYTASK_INLINE void block_forward_lanes(const Shape& s, const MemberConstants& c, const Group& group, int64_t l,
                                          bool dropout, GroupWorkspace& work, float* x) {
   const int64_t T = s.T, D = s.D, F = s.F;
-  const int64_t RF = kExampleLanes * T * F;  // a part's lanes floats
   auto a = work.block(l);
   auto mask = [&](DropoutSite site) -> const float* { return dropout ? a.masks[site] : nullptr; };
   // x += dropout(proj(attention(ln1(x)))).
@@ -590,14 +589,8 @@ COPYTASK_INLINE void block_forward_lanes(const Shape& s, const MemberConstants& 
   // x += dropout(fc2(dropout(f(fc1(ln2(x)))))), f the activation: ReLU's in fc1's tiles.
   layernorm_forward_lanes<Lanes>(x, c.value[block_index(l, kLn2W)], c.value[block_index(l, kLn2B)], a.normalized2,
                                  a.rstd2, a.ff_in, T, D);
-  if (c.activation == Activation::relu) {
-    linear_relu_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
-                             mask(kHidden), a.pre_activation, a.hidden, T, D, F);
-  } else {
-    linear_forward_lanes<Lanes>(a.ff_in, c.weight[block_index(l, kFc1W)].data(), c.value[block_index(l, kFc1B)],
-                                a.pre_activation, T, D, F);
-    activation_forward(c.activation, a.pre_activation, mask(kHidden), a.hidden, RF);
-  }
+  linear_activation_lanes<Lanes>(c.activation, a.ff_in, c.weight[block_index(l, kFc1W)].data(),
+                                 c.value[block_index(l, kFc1B)], mask(kHidden), a.pre_activation, a.hidden, T, D, F);
   linear_residual_lanes<Lanes>(a.hidden, c.weight[block_index(l, kFc2W)].data(), c.value[block_index(l, kFc2B)],
                                mask(kFeedForwardOutput), x, T, F, D);
 }
@@ -629,7 +622,7 @@ template <class Lanes>
 COPYTASK_INLINE void block_backward_lanes(const Shape& s, const MemberConstants& c, const Group& group,
                                           const LanesGradient& lanes, int64_t l, bool dropout, GroupWorkspace& work) {
   const int64_t T = s.T, D = s.D, F = s.F;
-  const int64_t RD = kExampleLanes * T * D, RF = kExampleLanes * T * F;  // a part's lanes floats
+  const int64_t RD = kExampleLanes * T * D;  // a part's lanes floats
   auto a = work.block(l);
   auto t = work.tail();
   const auto x = work.lanes_buffers(l);
@@ -639,15 +632,9 @@ COPYTASK_INLINE void block_backward_lanes(const Shape& s, const MemberConstants&
 
   // Feed-forward: out = in + dropout(fc2(hidden)).
   residual_backward(t.grad_x, mask(kFeedForwardOutput), t.grad_a, RD);
-  if (c.activation == Activation::relu) {  // the ReLU's backward in fc2's input gradient's tiles
-    linear_weight_gradient_lanes<Lanes>(a.hidden, t.grad_a, grad_of(kFc2W), grad_of(kFc2B), T, F, D);
-    linear_input_gradient_relu_lanes<Lanes>(t.grad_a, transposed(kFc2W), a.pre_activation, mask(kHidden), t.grad_pre,
-                                            T, F, D);
-  } else {
-    linear_backward_lanes<Lanes>(a.hidden, t.grad_a, transposed(kFc2W), grad_of(kFc2W), grad_of(kFc2B), t.grad_hidden,
-                                 T, F, D);
-    activation_backward(c.activation, a.pre_activation, mask(kHidden), t.grad_hidden, t.grad_pre, RF);
-  }
+  linear_weight_gradient_lanes<Lanes>(a.hidden, t.grad_a, grad_of(kFc2W), grad_of(kFc2B), T, F, D);
+  linear_input_gradient_activation_lanes<Lanes>(c.activation, t.grad_a, transposed(kFc2W), a.pre_activation,
+                                                mask(kHidden), t.grad_hidden, t.grad_pre, T, F, D);
   linear_backward_lanes<Lanes>(a.ff_in, t.grad_pre, transposed(kFc1W), grad_of(kFc1W), grad_of(kFc1B), t.grad_b, T, D,
                                F);
   layernorm_backward_lanes<Lanes>(a.normalized2, a.rstd2, c.value[block_index(l, kLn2W)], t.grad_b, grad_of(kLn2W),
