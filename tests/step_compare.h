@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/encoder.h"
@@ -53,6 +54,20 @@ inline double worst_relative_gradient_difference(const StepResult& a, const Step
     }
   }
   return worst;
+}
+
+// Every parameter whose gradient is not zero under autograd (the reference) got one that is
+// not zero from the step checked (every member uses all of its own parameters), so that a
+// gradient the step never wrote cannot pass as a small difference. Zero up to rounding under
+// autograd: a bias added to a whole row of scores (DAPE's output bias, with one head), which
+// the softmax ignores; a step may then round it to exactly 0.
+inline void expect_every_used_parameter_gets_a_gradient(Encoder& model, const StepResult& reference,
+                                                        const StepResult& ours) {
+  const auto names = model->named_parameters();
+  for (size_t j = 0; j < ours.grads.size(); ++j)
+    if (reference.grads[j].abs().max().item<double>() > 1e-7) {
+      EXPECT_GT(ours.grads[j].abs().max().item<double>(), 0.0) << names[j].key();
+    }
 }
 
 // Copy-task inputs (M, B, T) of the default task: each member its own examples (a coupled

@@ -86,16 +86,7 @@ void expect_fused_equals_autograd(const EncoderShape& shape, int64_t batch, bool
               static_cast<long long>(shape.heads), static_cast<long long>(batch), dropout ? 1 : 0,
               test::max_abs_diff(reference.loss, fused.loss), worst, where.c_str());
   EXPECT_LT(worst, 1e-4) << where;
-  // Every parameter whose gradient is not zero under autograd got one that is not zero (every
-  // member uses all of its own). Zero up to rounding under autograd: a bias added to a whole
-  // row of scores (DAPE's output bias, with one head), which the softmax ignores; a variant
-  // may then round it to exactly 0.
-  const auto names = model->named_parameters();
-  for (size_t j = 0; j < fused.grads.size(); ++j) {
-    if (reference.grads[j].abs().max().item<double>() > 1e-7) {
-      EXPECT_GT(fused.grads[j].abs().max().item<double>(), 0.0) << names[j].key();
-    }
-  }
+  test::expect_every_used_parameter_gets_a_gradient(model, reference, fused);
 }
 
 TEST_P(FusedCpu, SameLossAndGradientsAsAutogradForEverySchemeTwoHeadsWithDropout) {

@@ -121,11 +121,7 @@ void expect_kernel_equals_autograd(const EncoderShape& shape, int64_t batch, boo
               where.c_str());
   EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
   EXPECT_LT(worst, 5e-5) << where;
-  const auto names = model->named_parameters();
-  for (size_t j = 0; j < ours.grads.size(); ++j)
-    if (reference.grads[j].abs().max().item<double>() > 1e-7) {
-      EXPECT_GT(ours.grads[j].abs().max().item<double>(), 0.0) << names[j].key();
-    }
+  test::expect_every_used_parameter_gets_a_gradient(model, reference, ours);
 }
 
 TEST(FusedGpu, EveryKernelSchemeTwoHeadsWithDropoutGivesAutogradsLossAndGradients) {
