@@ -197,7 +197,8 @@ def fused(out):
     """fused.json (or bench.json's "fused", when the bench stage's bench.json is there) from
     the fused-bench stage's files: f<key>.json (fused step), d<key>.json (device step),
     e<key>.json (PyTorch eager), fp.json (the fused step uncaptured, profiled), and the
-    fused-peers stage's b<peer key>-vmap-compile.json where it ran."""
+    fused-peers stage's b<peer key>-vmap-compile.json where it ran, and ft<E>.json (the
+    reference study's fused step at most E examples a tile) where the stage swept the tile."""
     bench_path = os.path.join(out, "bench.json")
     peers = load(bench_path).get("peers", []) if os.path.exists(bench_path) else []
     cases, used = [], []
@@ -241,6 +242,22 @@ def fused(out):
             for kernel in profile["kernels"][:8]:
                 print("  %5.1f%% %8.3f ms %5.1f calls  %.100s" % (100 * kernel["share"], 1e3 * kernel["seconds_per_step"],
                                                               kernel["calls_per_step"], kernel["name"]))
+    # The tile sweep (ft<E>.json: the reference study's step with at most E examples a tile,
+    # train.gpu_tile_examples; the same numbers and occupancy): what a tile's fixed costs take.
+    sweep = []
+    for name in sorted(n for n in os.listdir(out) if n.startswith("ft") and n.endswith(".json")):
+        path = os.path.join(out, name)
+        run = load(path)
+        used.append(path)
+        sweep.append({"most_examples_a_tile": int(name[2:-5]), "bench": run,
+                      "step_seconds": run["members"] / run["member_steps_per_second"]})
+    if sweep:
+        sweep.append({"most_examples_a_tile": 0, "bench": study, "step_seconds": cases[1]["step_seconds"]})
+        record["tile_sweep"] = sweep
+        for row in sweep:
+            print("reference step, %s: %.2f ms" % ("at most %d examples a tile" % row["most_examples_a_tile"]
+                                                   if row["most_examples_a_tile"] else "tiles as large as fit",
+                                                   1e3 * row["step_seconds"]))
     print("reference study on the fused step: %.1f s estimated (goal 10 s), %s of the FP32 peak (goal 35%%)" %
           (record["reference_study_seconds_estimate"],
            "%.1f%%" % (100 * record["fraction_of_fp32_peak"]) if peak else "an unknown share"))

@@ -29,7 +29,8 @@
 #                  memcheck on its small CUDA test, and the smoke study on it against the CPU
 #                  (fused_smoke_token.json, fused_smoke_loss.json)
 #       fused-bench  the fused step beside the device step and PyTorch's eager loop, quick and
-#                  reference-study cases, and its uncaptured step profiled -> fused.json (or
+#                  reference-study cases, its uncaptured step profiled, and the reference step
+#                  with tiles of 1 to 4 examples -> fused.json (or
 #                  bench.json's "fused" after the bench stage in the same call)
 #       fused-peers  the compiled torch.func ensemble of the quick and reference-study cases on the
 #                  same GPU, for fused-bench's report in the same call (name it before fused-bench)
@@ -220,6 +221,14 @@ for name in "${stages[@]}"; do
         '$python' scripts/baseline_pytorch.py --device cuda $reference_baseline --warmup 1 --steps 5 --json $out/er.json
         \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false --warmup 3 --steps 10 \\
           --profile $out/fused_trace.json --json $out/fp.json
+        # The reference step with smaller tiles (train.gpu_tile_examples: the same numbers, the
+        # same blocks a multiprocessor; fr.json has the tile as large as fits): how the step's
+        # time grows as a tile's examples shrink says what a tile's fixed costs (its barriers,
+        # chains a row long) take against its examples' own work.
+        for e in 1 2 3 4; do
+          \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.gpu_tile_examples=\$e \\
+            --warmup 3 --steps 10 --json $out/ft\$e.json
+        done
         '$python' $report fused $out
         # Inside the step kernel: ncu's view of one launch of the reference study's (the clocks as
         # found), into the log and fused_ncu.txt: throughput against the chip's limits, occupancy,

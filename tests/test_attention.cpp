@@ -375,7 +375,9 @@ TEST_P(AttentionLayerTest, EveryNumberIsItsElementWiseDefinitionBitForBit) {
                 if (seen(i, j)) weighted = fma_or(w[i * T + j], gw[i * T + j], weighted);
               for (int64_t j = 0; j < T; ++j) {
                 const float grad_logit = seen(i, j) ? w[i * T + j] * (gw[i * T + j] - weighted) : 0.0f;
-                if (with_bias) ASSERT_TRUE(same(grad_bias[(h * T + i) * T + j], 0.5f + grad_logit, "bias gradient"));
+                if (with_bias) {
+                  ASSERT_TRUE(same(grad_bias[(h * T + i) * T + j], 0.5f + grad_logit, "bias gradient"));
+                }
                 gs[i * T + j] = grad_logit * scale;
               }
             }

@@ -366,17 +366,20 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
     int threads;
     uint64_t shuffle;
     int64_t shared;
+    int most_examples = 0;  // FusedGpuExecution::tile_examples (train.gpu_tile_examples)
   };
   for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
                            Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
                            Variant{"tiles of 1", 256, 17, multiprocessor_for(1)}, Variant{"tiles of 3", 33, 3, multiprocessor_for(3)},
-                           Variant{"scalar loads", 256, 0, 0}, Variant{"4 x 4 items only", 256, 0, 0}}) {
+                           Variant{"scalar loads", 256, 0, 0}, Variant{"4 x 4 items only", 256, 0, 0},
+                           Variant{"at most 2 examples a tile", 256, 11, 0, 2}}) {
     FusedGpuExecution execution = every_table;
     execution.threads = v.threads;
     execution.shuffle_seed = v.shuffle;
     execution.shared_bytes = v.shared;
     execution.vector_loads = std::string(v.what) != "scalar loads";
     execution.small_items = std::string(v.what) != "4 x 4 items only";
+    execution.tile_examples = v.most_examples;
     const StepResult other = kernel_step(model, inputs, targets, &masks, positions, execution);
     EXPECT_TRUE(bit_equal(base, other)) << v.what << ": worst relative gradient difference "
                                         << worst_relative_gradient_difference(base, other);
@@ -388,6 +391,13 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   tiles_of_three.shared_bytes = multiprocessor_for(3);
   EXPECT_EQ(FusedGpuKernels(*model, B, 10, tiles_of_three).tile_examples(), 3);
   EXPECT_GT(FusedGpuKernels(*model, B, 10).tile_examples(), 3);
+  // train.gpu_tile_examples: at most that many, never more than fit.
+  FusedGpuExecution at_most_two;
+  at_most_two.tile_examples = 2;
+  EXPECT_EQ(FusedGpuKernels(*model, B, 10, at_most_two).tile_examples(), 2);
+  FusedGpuExecution at_most_32 = tiles_of_three;
+  at_most_32.tile_examples = 32;
+  EXPECT_EQ(FusedGpuKernels(*model, B, 10, at_most_32).tile_examples(), 3);
 }
 
 // The kernels' division by a multiply and a shift (kernels/divisor.h): n / d and n % d for

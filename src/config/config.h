@@ -95,6 +95,7 @@ struct TrainConfig {
   int64_t threads = 0;      // CPU threads for LibTorch; 0 = one per core
   std::string step = "auto";  // auto | fused | autograd: which training step (train/training_step.h)
   bool cuda_graph = true;   // on a GPU: capture the training step as a CUDA graph and replay it
+  int64_t gpu_tile_examples = 0;  // the fused GPU step's tile: at most this many examples; 0 = what fits
 };
 
 struct ReportConfig {

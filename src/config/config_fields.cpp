@@ -290,6 +290,11 @@ std::vector<ConfigField> make_fields() {
       field("train.cuda_graph", &Config::train, &TrainConfig::cuda_graph, S::machine,
             "on a GPU: capture the whole training step (forward, backward, Adam) once as a CUDA graph and replay "
             "it; false runs the same step uncaptured. No effect on the CPU"),
+      field("train.gpu_tile_examples", &Config::train, &TrainConfig::gpu_tile_examples, S::machine,
+            "the fused GPU step's tile: at most this many examples a thread block holds in shared memory at "
+            "once (0 = as many as two blocks a multiprocessor fit). No number changes (each gradient is the "
+            "same sum over its partition's rows whatever the tile); for measuring the kernel (docs/gpu.md)",
+            ints(0, 32, "must be 0 (as many as fit) or 1..32 examples")),
       field("eval.max_len", &Config::eval, &EvalConfig::max_len, S::study,
             "length generalization: evaluate every member at every content length `task.min_len`..`eval.max_len` "
             "(at least `task.max_len`, at most 256), at every evaluation and at the end; 0 = off"),

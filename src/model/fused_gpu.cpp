@@ -1,5 +1,6 @@
 #include "model/fused_gpu.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <torch/torch.h>
@@ -102,6 +103,7 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   TORCH_CHECK(B >= 1 && B <= (int64_t{1} << 30) && T >= 1, "fused GPU step: B and T must be >= 1");
   const kernels::StepShape s = step_shape(model, B, T, P_);
   tile_examples_ = kernels::tile_examples(s, shared_bytes_of(model, execution));
+  if (execution.tile_examples > 0) tile_examples_ = std::min(tile_examples_, execution.tile_examples);
   const int64_t M = model.member_count();
 
   // A member's flat gradient: its parameters in the layout's order (model/parameter_layout.h),

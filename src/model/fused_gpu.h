@@ -34,6 +34,7 @@ struct FusedGpuExecution {
   bool every_table_learned = false;
   bool vector_loads = true;  // kernels::FusedStepArgs::vector_loads
   bool small_items = true;   // kernels::FusedStepArgs::small_items
+  int tile_examples = 0;     // at most this many examples a tile (train.gpu_tile_examples); 0 = what fits
 };
 
 // An H100's and H200's shared memory a multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor).

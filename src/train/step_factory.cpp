@@ -39,7 +39,9 @@ std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData
     if (!unsupported.empty())
       return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::autograd, FusedGpuExecution{},
                                           "the fused GPU step cannot run this batch: " + unsupported);
-    return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused);
+    FusedGpuExecution execution;
+    execution.tile_examples = static_cast<int>(train.gpu_tile_examples);
+    return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused, execution);
   }
   // train.step = autograd on a GPU: the same device step, never captured.
   if (model->device().is_cuda()) return std::make_unique<DeviceStep>(model, data, train, /*capture=*/false);

@@ -109,10 +109,11 @@ PY
 # The fused verb (gpu_run.sh's fused-peers then fused-bench stages) in a folder of its own: the
 # fused step's, the device step's and eager's files of both cases, the profiled step, and the
 # compiled peer of the reference case alone (a baseline file in its place: the report reads its
-# rate), so the reference case's ratio to it is computed and the quick case's is none.
+# rate), so the reference case's ratio to it is computed and the quick case's is none; and two
+# of the tile sweep's files (ft<E>.json), folded beside the reference case's own step.
 fused_dir="$dir/fused"
 mkdir -p "$fused_dir"
-for file in fq dq fr dr fp; do
+for file in fq dq fr dr fp ft1 ft2; do
   "$copytask" bench $tiny --warmup 0 --steps 2 --json "$fused_dir/$file.json" > /dev/null
 done
 for file in eq er b3-vmap-compile; do
@@ -142,6 +143,12 @@ rate = study["fused"]["member_steps_per_second"]
 assert abs(study["over_vmap_compile"] - rate / compiled_rate) < 1e-12 * study["over_vmap_compile"], study
 assert abs(study["over_eager"] - rate / study["eager"]["member_steps_per_second"]) < 1e-12 * study["over_eager"]
 assert fused["profile"]["kernels"][0]["name"] == "fused_step_kernel", fused.get("profile")
+sweep = fused["tile_sweep"]
+assert [row["most_examples_a_tile"] for row in sweep] == [1, 2, 0], sweep
+for row in sweep:
+    assert abs(row["step_seconds"] - row["bench"]["members"] / row["bench"]["member_steps_per_second"]) < 1e-12, row
+assert sweep[-1]["step_seconds"] == study["step_seconds"], sweep[-1]
 assert sorted(os.listdir(out)) == ["fused.json"], os.listdir(out)
-print("gpu_report fused: both cases, the compiled peer folded where its file was, none where not; the files gone")
+print("gpu_report fused: both cases, the compiled peer folded where its file was, none where not; the tile sweep; "
+      "the files gone")
 PY
