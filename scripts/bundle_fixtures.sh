@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test fixtures into a GPU bundle (scripts/cuda_bundle.sh leaves them out: the device tool
+# The test fixtures into a GPU bundle (scripts/cuda_bundle.sh leaves them out: the GPU machine's transfer
 # carries the checkout beside the bundle, 64 MiB in all): this checkout's tests/fixtures
 # copied to BUNDLE/source/tests/, then checked against BUNDLE/fixtures.sha256, the sums of the
 # bundle's commit's. Fixtures that moved since are taken out again, and the exit status is 2.

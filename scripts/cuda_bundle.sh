@@ -7,7 +7,7 @@
 #   DIR/source/                                the configs and the files the tests read
 #                                              (README.md, docs/*.md, the experiments'
 #                                              configs, pilots' too); not the test fixtures
-#                                              (8 MB): the device tool carries the checkout
+#                                              (8 MB): the GPU machine's transfer carries the checkout
 #                                              beside the bundle, within 64 MiB in all, and
 #                                              gpu_run.sh copies the checkout's fixtures in
 #                                              once DIR/fixtures.sha256 says they are the
@@ -99,11 +99,11 @@ outside_libraries | while read -r name path; do
 done
 outside=$(outside_libraries)
 [ -z "$outside" ] || fail "the bundle's binaries load libraries the GPU machine lacks: $(echo $outside)"
-# The device tool carries the checkout's tracked files with the bundle, 64 MiB in all.
+# The GPU machine's transfer carries the checkout's tracked files with the bundle, 64 MiB in all.
 size=$(du -sm "$dir" | cut -f1)
 checkout=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print int(s / 1048576 + 1)}')
 [ $((size + checkout)) -lt 64 ] ||
-  fail "the bundle ($size MiB) and the checkout's tracked files ($checkout MiB) are over the 64 MiB the device tool carries"
+  fail "the bundle ($size MiB) and the checkout's tracked files ($checkout MiB) are over the 64 MiB the GPU machine's transfer carries"
 cat > "$dir/README" <<TEXT
 copytask $(git describe --always --dirty 2>/dev/null || echo unknown), bundled $(date -u +%Y-%m-%dT%H:%M:%SZ) by scripts/cuda_bundle.sh from $(basename "$build")/
 against PyTorch $("$python" -W ignore -c 'import torch; print(torch.__version__)') (LibTorch, CUDA $("$python" -W ignore -c 'import torch; print(torch.version.cuda)'))

@@ -40,14 +40,14 @@
 #                  over calls: the stage's comment says how) -> copy_family_compare.json
 #     DIR: where the files go (default $OUT when set, else gpu-out/): summary.json,
 #     gpu_run.log, bench.json, trace.json, study_results.json, smoke_token.json,
-#     smoke_loss.json (the device tool brings back 8 files at most)
+#     smoke_loss.json (the GPU machine's transfer brings back 8 files at most)
 #     BUNDLE: binaries built on a CPU machine (scripts/cuda_build.sh --bundle BUNDLE): no
 #     configure or build here; test runs the bundle's test binary, bench and study its copytask.
 #     The script's exit status is the worst stage's (0 only when every stage passed).
 #
 # Before it, on a CPU machine: scripts/gpu_bundle.sh (CLI11, nlohmann/json, spdlog, fmt and
-# GoogleTest's sources into .deps/), and carry .deps to the GPU machine, e.g. with the
-# device tool: run(command="scripts/gpu_run.sh env configure build test bench", carry=[".deps"]).
+# GoogleTest's sources into .deps/), and take .deps to the GPU machine with the checkout, then
+# there: scripts/gpu_run.sh env configure build test bench.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -88,8 +88,8 @@ stage() {
 prefix=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 # The binaries: the bundle's, through its run script, or this build's.
 if [ -n "$prebuilt" ]; then
-  # The test fixtures from this checkout (the bundle leaves them out to fit the device tool's
-  # 64 MiB beside the checkout), if they are the ones the bundle was built with.
+  # The test fixtures from this checkout (the bundle leaves them out, to fit the 64 MiB that
+  # reach the GPU machine beside the checkout), if they are the ones the bundle was built with.
   [ -d "$prebuilt/source/tests/fixtures" ] || scripts/bundle_fixtures.sh "$prebuilt" || exit 2
   export PYTHON=$python  # the bundle's run script takes torch's libraries from this Python
   copytask="$prebuilt/run copytask"
@@ -135,7 +135,7 @@ for name in "${stages[@]}"; do
           --labels CPU GPU --metric final_loss --tolerance 0.01 --strict --json $out/smoke_loss.json" ;;
     bench)
       # The peers after the cases, bench.json written first and again after each peer (its
-      # file folded in and removed, so $out stays within the 8 files the device tool brings
+      # file folded in and removed, so $out stays within the 8 files the GPU machine's transfer brings
       # back): a peer that fails or runs out of time leaves the rest, shown "not run", and
       # the stage fails. Their cost is torch.compile's: vmap-compile compiles once for each
       # of the 6 schemes' ensembles and records its CUDA graph in the untimed warm-up (2
@@ -274,8 +274,8 @@ for name in "${stages[@]}"; do
       # 2 h 43 min (experiments/copy-family). One call may not hold it: the stage stops it
       # after COPY_FAMILY_SECONDS (default 480) with SIGINT, as Ctrl-C (the finished batches
       # are kept), and packs the study folder into copy_family_gpu.tgz.part-* (pieces of 15 MB,
-      # under the device tool's 16 MB a file); put them in gpu-carry/ here and carry it, and the
-      # next call's stage resumes the study where it stopped. Finished: the study beside the
+      # under the 16 MB a file that comes back from the GPU machine); put them in gpu-carry/ here
+      # and take it along, and the next run's stage resumes the study where it stopped. Finished: the study beside the
       # CPU's, seed by seed (copy_family_compare.json), and its results (copy_family_results.json).
       stage copy-family 590 "set -e
         rm -rf /tmp/copytask-copy-family-gpu
@@ -300,7 +300,7 @@ for name in "${stages[@]}"; do
     *) echo "unknown stage $name: env, configure, build, test, bench, study, fused, fused-peers, fused-bench, fused-study or copy-family" >&2; exit 2 ;;
   esac
 done
-# The device tool brings back 8 files: where the stages left more, the files beyond the first
+# The GPU machine's transfer brings back 8 files: where the stages left more, the files beyond the first
 # six (summary.json and gpu_run.log, then by name) travel in one archive, extra.tgz (tar xzf
 # extra.tgz where they land).
 files=$(cd "$out" && ls -1 | grep -vx 'extra.tgz' | grep -v '\.part-')  # pieces stay pieces

@@ -17,7 +17,7 @@ struct MemberResult {
   bool causal = false;        // model.causal
   nlohmann::json overrides;   // the arm's config overrides, as the study's config gave them
   nlohmann::json model;       // the resolved "model" config: what a reader needs to rebuild it
-  std::string training_step;  // "fused CPU", "CUDA graph" or "autograd"
+  std::string training_step;  // "fused CPU", "fused GPU, CUDA graph", "fused GPU", "CUDA graph" or "autograd"
   std::string device;         // "cpu", "cuda:0"
   int threads = 1;
   std::string finished;       // ISO 8601 UTC

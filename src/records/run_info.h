@@ -13,7 +13,7 @@ namespace copytask {
 // One batch of members this run trained, and the training step that trained it.
 struct BatchRecord {
   std::vector<std::string> members;  // "rope/seed-0", ...
-  std::string training_step;         // "fused CPU", "CUDA graph" or "autograd"
+  std::string training_step;         // "fused CPU", "fused GPU, CUDA graph", "fused GPU", "CUDA graph" or "autograd"
   std::string fallback_reason;       // why a CPU batch ran on the autograd step ("" otherwise)
 };
 

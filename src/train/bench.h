@@ -22,7 +22,7 @@ struct BenchResult {
   int64_t members = 0;
   int64_t batch_size = 0;    // examples per member per step
   int64_t positions = 0;
-  std::string step;          // "fused CPU" (model/fused_cpu.h), "CUDA graph" (train/device_step.h) or "autograd"
+  std::string step;          // "fused CPU" (model/fused_cpu.h), "fused GPU, CUDA graph", "fused GPU", "CUDA graph" (train/device_step.h) or "autograd"
   std::string fallback_reason;  // why it runs on the autograd step, not the faster one meant ("" otherwise)
   std::vector<double> step_seconds;  // each timed step
   double step_seconds_min = 0, step_seconds_median = 0;
