@@ -52,11 +52,19 @@ try:
         {"name": "cope+causal", "model.positional": "cope", "model.causal": True, "model.cope_positions": 4},
         {"name": "fox", "model.positional": "fox"},
         {"name": "fox+causal", "model.positional": "fox", "model.causal": True},
+        {"name": "pope-2h", "model.positional": "pope", "model.heads": 2},
         {"name": "kerple+dape", "model.positional": "kerple", "model.dape": True, "model.dape_hidden": 8},
         {"name": "rope+length_scale", "model.positional": "rope", "model.length_scale": True},
         {"name": "t5+dape+length_scale+causal", "model.positional": "t5", "model.dape": True, "model.length_scale": True,
          "model.causal": True},
     ]
+    # None left out: every scheme and option copytask lists (a new one fails here until it has an arm).
+    listed = json.loads(subprocess.run([args.copytask, "schemes", "--json"], check=True, capture_output=True,
+                                       text=True).stdout)
+    armed = {scheme["model.positional"] for scheme in schemes}
+    missing = [s["name"] for s in listed["schemes"] if s["name"] not in armed] + \
+              [o["key"] for o in listed["options"] if not any(scheme.get("model." + o["key"]) for scheme in schemes)]
+    assert not missing, "no arm for " + ", ".join(missing)
     command = [args.copytask, "compare", "task.examples=400", "model.embed=8", "model.hidden=16", "train.steps=60",
                "train.batch_size=32", "train.eval_every=30", "train.lr=0.01", "train.seeds=[0]", "train.device=cpu",
                "compare.schemes=" + json.dumps(schemes), "--out", study + "/s"]
