@@ -315,6 +315,9 @@ COPYTASK_HOST_DEVICE inline void product_item(const Product& p, int item, const 
         // that does not wait for them: the weights come from global memory, and ncu found the
         // products' multiply-adds waiting on those loads (long scoreboard) in about a tenth of
         // the kernel's stall samples (experiments/gpu). The same terms in the same order.
+        // The loop's two halves, one for each set, are written out: the step as one lambda
+        // called for each set was not inlined by nvcc and sent both sets to a 1 KB stack frame
+        // (ptxas_check.sh fails), as one array of two sets indexed by the step's parity would.
         Four a[TR], b[kProductTile], a_next[TR], b_next[kProductTile];
         load(k, a, b);
         for (;;) {
