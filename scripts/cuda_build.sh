@@ -108,7 +108,10 @@ expected=$(tr ' ;' '\n\n' <<<"$arch_list" | sed -n 's/^\([0-9]*\)\.\([0-9]*\).*/
 for source in src/kernels/*.cu; do
   kernel_object=$(find "$build" -name "$(basename "$source").o" | head -1)
   [ -n "$kernel_object" ] || fail "no object of $source in $build: copytask's CUDA kernels were not compiled"
-  compiled=$(strings "$kernel_object" | grep -oE '^sm_[0-9]+a?$|sm_[0-9]+a?' | sort -u | xargs)
+  # (Its images are compressed, so their names are no text: scripts/fatbin_archs.py reads
+  # each image's header.)
+  compiled=$(python3 scripts/fatbin_archs.py "$kernel_object" | xargs) ||
+    fail "the GPU code of $kernel_object could not be read"
   [ -n "$expected" ] && [ "$compiled" = "$expected" ] ||
     fail "$source was compiled for '$compiled', not for TORCH_CUDA_ARCH_LIST '$arch_list' ($expected)"
   say "$source compiled for $compiled (TORCH_CUDA_ARCH_LIST $arch_list)"
