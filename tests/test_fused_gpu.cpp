@@ -334,8 +334,9 @@ TEST(FusedGpu, OtherDropoutMasksGiveOtherGradients) {
 
 // Every float is one item's sum in a fixed order: the same bits with one thread, 7 or 256,
 // the threads of every phase in shuffled orders (an item reading what another item of its
-// phase writes would differ), tiles of 1, 3 or the most examples that fit, and the products'
-// operands loaded four at a time or one.
+// phase writes would differ), tiles of 1, 3 or the most examples that fit, the products'
+// operands loaded four at a time or one, and the kept activations in shared memory or in
+// global memory.
 TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   const EncoderShape shape = test::small_shape(0.1);
   std::vector<MemberSpec> members = kernel_members(shape);
@@ -358,8 +359,8 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   const kernels::StepShape shape_of_step{static_cast<int>(B), 10, 8, 2, 4, 12, 11, 2,
                                          static_cast<int>(model->table_positions(10))};
   // A multiprocessor's shared memory that holds two blocks of E examples, the runtime's 1 KB each.
-  auto multiprocessor_for = [&](int E) {
-    return (kernels::tile_layout(shape_of_step, E).floats * 4 + kernels::kSharedReservedPerBlock) * 2;
+  auto multiprocessor_for = [&](int E, bool kept_global = false) {
+    return (kernels::tile_layout(shape_of_step, E, kept_global).floats * 4 + kernels::kSharedReservedPerBlock) * 2;
   };
   struct Variant {
     const char* what;
@@ -367,12 +368,15 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
     uint64_t shuffle;
     int64_t shared;
     int most_examples = 0;  // FusedGpuExecution::tile_examples (train.gpu_tile_examples)
+    bool kept_global = false;  // FusedGpuExecution::kept_global (train.gpu_kept_activations)
   };
   for (const Variant& v : {Variant{"1 thread", 1, 0, 0}, Variant{"7 threads", 7, 0, 0},
                            Variant{"256 threads shuffled", 256, 99, 0}, Variant{"64 threads shuffled", 64, 5, 0},
                            Variant{"tiles of 1", 256, 17, multiprocessor_for(1)}, Variant{"tiles of 3", 33, 3, multiprocessor_for(3)},
                            Variant{"scalar loads", 256, 0, 0}, Variant{"4 x 4 items only", 256, 0, 0},
-                           Variant{"at most 2 examples a tile", 256, 11, 0, 2}}) {
+                           Variant{"at most 2 examples a tile", 256, 11, 0, 2},
+                           Variant{"kept in global memory", 256, 23, 0, 0, true},
+                           Variant{"kept in global memory, tiles of 3", 41, 7, multiprocessor_for(3, true), 0, true}}) {
     FusedGpuExecution execution = every_table;
     execution.threads = v.threads;
     execution.shuffle_seed = v.shuffle;
@@ -380,6 +384,7 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
     execution.vector_loads = std::string(v.what) != "scalar loads";
     execution.small_items = std::string(v.what) != "4 x 4 items only";
     execution.tile_examples = v.most_examples;
+    execution.kept_global = v.kept_global;
     const StepResult other = kernel_step(model, inputs, targets, &masks, positions, execution);
     EXPECT_TRUE(bit_equal(base, other)) << v.what << ": worst relative gradient difference "
                                         << worst_relative_gradient_difference(base, other);
@@ -398,6 +403,12 @@ TEST(FusedGpu, NoNumberDependsOnTheThreadsTheirOrderOrTheTile) {
   FusedGpuExecution at_most_32 = tiles_of_three;
   at_most_32.tile_examples = 32;
   EXPECT_EQ(FusedGpuKernels(*model, B, 10, at_most_32).tile_examples(), 3);
+  // The kept activations in global memory: the same shared memory holds more examples.
+  FusedGpuExecution kept_of_three = tiles_of_three;
+  kept_of_three.kept_global = true;
+  EXPECT_GT(FusedGpuKernels(*model, B, 10, kept_of_three).tile_examples(), 3);
+  kept_of_three.shared_bytes = multiprocessor_for(3, true);
+  EXPECT_EQ(FusedGpuKernels(*model, B, 10, kept_of_three).tile_examples(), 3);
 }
 
 // The kernels' division by a multiply and a shift (kernels/divisor.h): n / d and n % d for
@@ -782,7 +793,9 @@ TEST(FusedGpu, AtMostOneMemberOfTheGpuComparisonDependsOnFloat32Rounding) {
   }
 }
 
-// Against LibTorch's autograd on the same GPU (the device step's arithmetic).
+// Against LibTorch's autograd on the same GPU (the device step's arithmetic); and the kernel
+// with its kept activations in global memory (train.gpu_kept_activations=global) against the
+// default, bit for bit: the same sums in the same order, on the GPU as in the emulation.
 TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
   COPYTASK_REQUIRE_CUDA();
   for (const EncoderShape& shape : {test::small_shape(0.1), EncoderShape{}}) {
@@ -800,12 +813,19 @@ TEST(FusedGpuOnCuda, TheKernelsGiveAutogradsLossAndGradientsOnTheGpu) {
     print_gradient_differences(reference, ours, members, 5e-5);
     EXPECT_LT(test::max_abs_diff(reference.loss, ours.loss), 1e-5);
     EXPECT_LT(worst, 5e-5);
+    FusedGpuExecution kept_global;
+    kept_global.kept_global = true;
+    const StepResult kept = kernel_step(model, inputs, targets, &masks, {}, kept_global);
+    EXPECT_TRUE(bit_equal(ours, kept)) << "kept in global memory: worst relative gradient difference "
+                                       << worst_relative_gradient_difference(ours, kept);
   }
 }
 
 // The kernels alone on a small batch (two members, 40 examples, two heads, dropout, a score
-// bias and a rotation): what gpu_run.sh's fused stage runs under compute-sanitizer's
-// racecheck, synccheck and memcheck, where every shared-memory access is instrumented.
+// bias and a rotation), with the kept activations in shared memory and in global memory:
+// what gpu_run.sh's fused stage runs under compute-sanitizer's racecheck, synccheck and
+// memcheck, where every shared-memory access is instrumented (and memcheck checks the global
+// slots' bounds).
 TEST(FusedGpuOnCuda, ASmallStepForTheSanitizers) {
   COPYTASK_REQUIRE_CUDA();
   const EncoderShape shape = test::small_shape(0.1);
@@ -815,9 +835,13 @@ TEST(FusedGpuOnCuda, ASmallStepForTheSanitizers) {
   auto inputs = test::random_tokens(2, B, shape, 1).to(test::kCuda);
   auto targets = test::random_tokens(2, B, shape, 2).to(test::kCuda);
   const DropoutMasks masks = model->dropout_masks(B);
-  const StepResult result = kernel_step(model, inputs, targets, &masks);
-  EXPECT_TRUE(torch::isfinite(result.loss).all().item<bool>());
-  EXPECT_GT(result.loss.min().item<double>(), 0.5);
+  FusedGpuExecution kept_global;
+  kept_global.kept_global = true;
+  for (const FusedGpuExecution& execution : {FusedGpuExecution{}, kept_global}) {
+    const StepResult result = kernel_step(model, inputs, targets, &masks, {}, execution);
+    EXPECT_TRUE(torch::isfinite(result.loss).all().item<bool>());
+    EXPECT_GT(result.loss.min().item<double>(), 0.5);
+  }
 }
 
 // A batch the kernels cannot run (a content scheme) trains on the device step, saying why.

@@ -96,6 +96,7 @@ struct TrainConfig {
   std::string step = "auto";  // auto | fused | autograd: which training step (train/training_step.h)
   bool cuda_graph = true;   // on a GPU: capture the training step as a CUDA graph and replay it
   int64_t gpu_tile_examples = 0;  // the fused GPU step's tile: at most this many examples; 0 = what fits
+  std::string gpu_kept_activations = "shared";  // shared | global: where the fused GPU step keeps its backward's activations
 };
 
 struct ReportConfig {

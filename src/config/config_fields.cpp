@@ -295,6 +295,13 @@ std::vector<ConfigField> make_fields() {
             "once (0 = as many as two blocks a multiprocessor fit). No number changes (each gradient is the "
             "same sum over its partition's rows whatever the tile); for measuring the kernel (docs/gpu.md)",
             ints(0, 32, "must be 0 (as many as fit) or 1..32 examples")),
+      field("train.gpu_kept_activations", &Config::train, &TrainConfig::gpu_kept_activations, S::machine,
+            "where the fused GPU step keeps the activations its backward reads: `shared`, in a thread block's "
+            "shared memory beside the tile's others; `global`, in global memory, a slot for each thread block "
+            "(1.4 GB for the reference study; the blocks running at once use about 42 MB, within a Hopper GPU's "
+            "L2 cache), so that a tile holds more examples (12, not 5, at the reference shape). No number "
+            "changes (the same sums in the same order); for measuring the kernel (docs/gpu.md)",
+            choice({"shared", "global"}, "must be shared or global")),
       field("eval.max_len", &Config::eval, &EvalConfig::max_len, S::study,
             "length generalization: evaluate every member at every content length `task.min_len`..`eval.max_len` "
             "(at least `task.max_len`, at most 256), at every evaluation and at the end; 0 = off"),

@@ -35,6 +35,14 @@ namespace copytask::kernels {
 template <int kThreads>
 struct DeviceThreads {
   COPYTASK_HOST_DEVICE static constexpr int count() { return kThreads; }
+  // The block's index in the grid: read where it is used, it holds no register.
+  COPYTASK_HOST_DEVICE int block() const {
+#if defined(__CUDA_ARCH__)
+    return static_cast<int>(blockIdx.x);
+#else
+    return 0;
+#endif
+  }
   template <class Phase>
   COPYTASK_HOST_DEVICE void each(const Phase& phase) {
 #if defined(__CUDA_ARCH__)
@@ -51,10 +59,12 @@ struct DeviceThreads {
 // each phase.
 class EmulatedThreads {
  public:
-  explicit EmulatedThreads(int count, uint64_t shuffle_seed = 0) : order_(static_cast<size_t>(count)), seed_(shuffle_seed) {
+  explicit EmulatedThreads(int count, uint64_t shuffle_seed = 0, int block = 0)
+      : order_(static_cast<size_t>(count)), seed_(shuffle_seed), block_(block) {
     std::iota(order_.begin(), order_.end(), 0);
   }
   int count() const { return static_cast<int>(order_.size()); }
+  int block() const { return block_; }  // the emulated block's index in the grid
   template <class Phase>
   void each(const Phase& phase) {
     if (seed_ != 0) shuffle();
@@ -71,6 +81,7 @@ class EmulatedThreads {
   }
   std::vector<int> order_;
   uint64_t seed_, draws_ = 0;
+  int block_;
 };
 
 // One phase whose work is `items` independent items: item i runs on thread i % count, the

@@ -12,6 +12,8 @@ namespace {
 // At most kFusedStepThreads threads and two blocks a multiprocessor (the tile's shared
 // memory is sized for two): ptxas may use up to 128 registers a thread. Arguments by value
 // in the constant bank (FusedStepArgs is a few kilobytes, under the 32 KB parameter limit).
+// kKeptGlobal: the kept parts in the block's slot of args.kept, else in shared memory.
+template <bool kKeptGlobal>
 __global__ void __launch_bounds__(kFusedStepThreads, kBlocksPerMultiprocessor)
     fused_step_kernel(const __grid_constant__ FusedStepArgs args) {
   extern __shared__ float4 shared_raw[];  // float4: 16-byte aligned
@@ -19,7 +21,7 @@ __global__ void __launch_bounds__(kFusedStepThreads, kBlocksPerMultiprocessor)
   Threads threads;
   const int member = static_cast<int>(blockIdx.x) / args.partitions;
   const int partition = static_cast<int>(blockIdx.x) % args.partitions;
-  FusedStepBlock<Threads> block(args, member, partition, reinterpret_cast<float*>(shared_raw), threads);
+  FusedStepBlock<Threads, kKeptGlobal> block(args, member, partition, reinterpret_cast<float*>(shared_raw), threads);
   block.run();
 }
 
@@ -38,15 +40,17 @@ int fused_step_launch(const FusedStepArgs& args, void* stream_handle) {
   // Above 48 KB a kernel must ask for its dynamic shared memory: asked once for the largest
   // tile so far, at the first launch (the device step's uncaptured warm-up), so that a graph's
   // capture never meets the call.
-  static size_t asked = 0;
+  static size_t asked[2] = {0, 0};  // each form's
+  const bool kept_global = args.kept != nullptr;
+  const auto kernel = kept_global ? fused_step_kernel<true> : fused_step_kernel<false>;
   cudaError_t error = cudaSuccess;
-  if (shared > asked) {
-    error = cudaFuncSetAttribute(fused_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+  if (shared > asked[kept_global]) {
+    error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
     if (error != cudaSuccess) return static_cast<int>(error);
-    asked = shared;
+    asked[kept_global] = shared;
   }
   const unsigned blocks = static_cast<unsigned>(args.members) * static_cast<unsigned>(args.partitions);
-  fused_step_kernel<<<blocks, kFusedStepThreads, shared, stream>>>(args);
+  kernel<<<blocks, kFusedStepThreads, shared, stream>>>(args);
   error = cudaGetLastError();
   if (error != cudaSuccess) return static_cast<int>(error);
   const int64_t items = static_cast<int64_t>(args.members) * args.flat + args.members;

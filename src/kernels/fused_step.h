@@ -48,6 +48,16 @@ struct StepShape {
 
 // Where a tile's parts lie in the block's shared memory, in floats (integers take a float's
 // four bytes). Rows: R = E T; block l's part at its offset + l * block_stride.
+//
+// The parts kept for the backward lie in shared memory too, or, with kept_global
+// (train.gpu_kept_activations=global), in the block's slot of a buffer in global memory
+// (FusedStepArgs::kept), kept_floats a slot, at the same offsets from the slot's start:
+// they are 60% of an example's floats at the reference shape, so without them a tile holds
+// 12 examples where it held 5, and a tile's fixed costs (its some 50 barriers, chains a row
+// long) are paid half as often (a partition of 30: 3 tiles, not 6). The slots of the blocks
+// running at once, about 42 MB at the reference shape, fit in a Hopper GPU's 50 MB L2 cache
+// (a finished block's are written back to memory as others need the room). The same sums
+// either way, so the same numbers.
 struct TileLayout {
   int E = 0;
   // Kept per block for the backward:
@@ -77,7 +87,9 @@ struct TileLayout {
   int masks = 0;
   int mask_site_word[4] = {0, 0, 0, 0};
   int mask_words = 0;       // W
-  int floats = 0;           // the whole tile
+  int floats = 0;           // the whole tile in shared memory (the kept parts not, where kept_global)
+  int kept_floats = 0;      // the kept parts' floats (all blocks'), where kept_global; else 0
+  bool kept_global = false;
 };
 
 inline constexpr int kProductTile = 4;  // a product's tile: its columns, and its rows at most
@@ -193,6 +205,14 @@ struct FusedStepArgs {
   // A product's items smaller than 4 x 4 where a phase has fewer of those than threads (the
   // same sums either way); false: always 4 x 4 (a test's check).
   bool small_items = true;
+  // Where tile.kept_global: the kept parts, a slot of tile.kept_floats for each block, the
+  // block of (member m, partition k) at m K + k (the GPU's blockIdx.x). A slot a block, not one
+  // for each block the GPU holds at once taken in turn: a loop over a block's works cost the
+  // kernel 5 registers it does not have (a spill). Null: the kept parts in shared memory.
+  // (Last: between tile and divisors it moved the divisors in the kernel's constant
+  // arguments, and the default kernel compiled to 96 instructions more; here it compiles to
+  // the instructions it had, one for one.)
+  float* kept = nullptr;
 };
 
 // A partition's examples (the last partition fewer), for a batch of B examples whose tile
@@ -219,23 +239,26 @@ COPYTASK_HOST_DEVICE inline int examples_per_partition(int B, int tile) {
 // The partitions of a batch of B examples, `per` a partition.
 COPYTASK_HOST_DEVICE inline int partition_count(int B, int per) { return (B + per - 1) / per; }
 
-// A tile of E examples' layout.
-TileLayout tile_layout(const StepShape& s, int E);
+// A tile of E examples' layout, the kept parts in shared memory or (kept_global) not.
+TileLayout tile_layout(const StepShape& s, int E, bool kept_global = false);
 // The shape's divisors (StepDivisors).
 StepDivisors step_divisors(const StepShape& s);
-// Whether args.divisors are args.s's and the partitions cover the batch: the body takes them
-// unchecked, so the launch and the emulation refuse arguments without them.
+// Whether args.divisors are args.s's, the partitions cover the batch and the kept parts have
+// their slots where the tile says: the body takes them unchecked, so the launch and the
+// emulation refuse arguments without them.
 inline bool fused_step_args_complete(const FusedStepArgs& args) {
   const StepDivisors& v = args.divisors;
   return v.T.d == args.s.T && v.D.d == args.s.D && v.F.d == args.s.F && v.H.d == args.s.H &&
          v.head_fours.d == (args.s.Dh + kHeadColumns - 1) / kHeadColumns &&
-         args.partition_examples >= 1 && partition_count(args.s.B, args.partition_examples) == args.partitions;
+         args.partition_examples >= 1 && partition_count(args.s.B, args.partition_examples) == args.partitions &&
+         args.tile.kept_global == (args.kept != nullptr);
 }
 // The most examples a tile can hold when a multiprocessor has `multiprocessor_bytes` of
 // shared memory: kBlocksPerMultiprocessor blocks' tiles, each with the runtime's reserve, at
 // most kExamplesPerPartition examples; a shape too large for that gets one block's worth (one
-// block a multiprocessor); 0 when not even one example fits.
-int tile_examples(const StepShape& s, int64_t multiprocessor_bytes);
+// block a multiprocessor); 0 when not even one example fits. kept_global: the tile's parts
+// without the kept ones (TileLayout).
+int tile_examples(const StepShape& s, int64_t multiprocessor_bytes, bool kept_global = false);
 
 // The step on a GPU: the step kernel on M K blocks, then the sum kernel, both on `stream` (a
 // cudaStream_t); every pointer of args in device memory. Returns the first launch error

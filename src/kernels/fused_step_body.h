@@ -415,7 +415,11 @@ COPYTASK_HOST_DEVICE inline void product_phase(Threads& threads, const Product& 
 // ---- The block's work ---------------------------------------------------------------------
 
 // One thread block's view of the step: its member, its partition, the tile in hand.
-template <class Threads>
+// kKeptGlobal: the parts kept for the backward in the block's slot of a.kept in global
+// memory (TileLayout::kept_global: slot threads.block()), else in shared memory. A template,
+// not a flag, so that with the parts in shared memory the compiler still knows every part's
+// address space and loads them as shared memory.
+template <class Threads, bool kKeptGlobal = false>
 class FusedStepBlock {
  public:
   COPYTASK_HOST_DEVICE FusedStepBlock(const FusedStepArgs& a, int member, int partition, float* shared, Threads& threads)
@@ -456,7 +460,12 @@ class FusedStepBlock {
  private:
   // ---- Where things are -----------------------------------------------------------------
   COPYTASK_HOST_DEVICE float* sm(int offset) const { return smem_ + offset; }
-  COPYTASK_HOST_DEVICE float* block_part(int offset, int l) const { return smem_ + offset + l * l_.block_stride; }
+  // (The slot's address made where it is used from the arguments and the block's index, which
+  // hold no register: a pointer kept for it spilled the kernel's registers.)
+  COPYTASK_HOST_DEVICE float* block_part(int offset, int l) const {
+    float* base = kKeptGlobal ? a_.kept + static_cast<int64_t>(threads_.block()) * l_.kept_floats : smem_;
+    return base + offset + l * l_.block_stride;
+  }
   COPYTASK_HOST_DEVICE int* ints(int offset) const { return reinterpret_cast<int*>(smem_ + offset); }
   // Member m's values of a parameter of `floats` floats per member.
   COPYTASK_HOST_DEVICE const float* value(const ParameterSlot& p, int64_t floats) const {

@@ -19,15 +19,22 @@ void fused_step_emulate(const FusedStepArgs& args, const Emulation& emulation) {
   if (!fused_step_args_complete(args))
     throw std::invalid_argument("fused_step_emulate: args.divisors are not step_divisors(args.s), or the partitions do not cover the batch");
   std::vector<float> shared(static_cast<size_t>(args.tile.floats));
+  const float poison = std::numeric_limits<float>::quiet_NaN();
   for (int m = 0; m < args.members; ++m)
     for (int k = 0; k < args.partitions; ++k) {
-      // Shared memory starts with whatever the last block left, as on a GPU: poisoned here,
-      // so that a part read before it is written shows.
-      std::fill(shared.begin(), shared.end(), std::numeric_limits<float>::quiet_NaN());
+      const int block = m * args.partitions + k;  // its index in the GPU's grid
+      // Shared memory and a kept slot start with whatever was there, as on a GPU: poisoned
+      // here, so that a part read before it is written shows.
+      std::fill(shared.begin(), shared.end(), poison);
       const uint64_t seed = emulation.shuffle_seed == 0 ? 0 : emulation.shuffle_seed + m * 1000003ull + k;
-      EmulatedThreads threads(emulation.threads, seed);
-      FusedStepBlock<EmulatedThreads> block(args, m, k, shared.data(), threads);
-      block.run();
+      EmulatedThreads threads(emulation.threads, seed, block);
+      if (args.kept) {
+        float* slot = args.kept + static_cast<int64_t>(block) * args.tile.kept_floats;
+        std::fill(slot, slot + args.tile.kept_floats, poison);
+        FusedStepBlock<EmulatedThreads, true>(args, m, k, shared.data(), threads).run();
+      } else {
+        FusedStepBlock<EmulatedThreads>(args, m, k, shared.data(), threads).run();
+      }
     }
   const int64_t items = static_cast<int64_t>(args.members) * args.flat + args.members;
   for (int64_t i = 0; i < items; ++i) fused_step_sum_item(args, i);

@@ -12,9 +12,10 @@ namespace {
 int aligned(int floats) { return (floats + 3) / 4 * 4; }
 }  // namespace
 
-TileLayout tile_layout(const StepShape& s, int E) {
+TileLayout tile_layout(const StepShape& s, int E, bool kept_global) {
   TileLayout l;
   l.E = E;
+  l.kept_global = kept_global;
   const int R = E * s.T, RD = R * s.D, attention = E * s.H * s.T * s.T;
   int at = 0;
   auto part = [&](int floats) {
@@ -33,6 +34,12 @@ TileLayout tile_layout(const StepShape& s, int E) {
   l.pre = part(R * s.F);
   l.block_stride = at;
   at = l.block_stride * s.L;
+  // In global memory the kept parts are a slot of their own, at the same offsets from its
+  // start; the shared memory then starts with the tile's parts.
+  if (kept_global) {
+    l.kept_floats = at;
+    at = 0;
+  }
   l.x = part(RD);
   l.nf = part(RD);
   l.rstdf = part(R);
@@ -76,12 +83,13 @@ StepDivisors step_divisors(const StepShape& s) {
   return out;
 }
 
-int tile_examples(const StepShape& s, int64_t multiprocessor_bytes) {
+int tile_examples(const StepShape& s, int64_t multiprocessor_bytes, bool kept_global) {
   const int64_t budget = multiprocessor_bytes / kBlocksPerMultiprocessor - kSharedReservedPerBlock;
+  auto bytes = [&](int E) { return static_cast<int64_t>(tile_layout(s, E, kept_global).floats) * 4; };
   int E = 0;
-  while (E < kExamplesPerPartition && static_cast<int64_t>(tile_layout(s, E + 1).floats) * 4 <= budget) ++E;
+  while (E < kExamplesPerPartition && bytes(E + 1) <= budget) ++E;
   // A shape too large for two blocks a multiprocessor may still run one.
-  if (E == 0 && static_cast<int64_t>(tile_layout(s, 1).floats) * 4 <= multiprocessor_bytes - kSharedReservedPerBlock) E = 1;
+  if (E == 0 && bytes(1) <= multiprocessor_bytes - kSharedReservedPerBlock) E = 1;
   return E;
 }
 

@@ -89,8 +89,8 @@ std::string fused_gpu_unsupported(EncoderImpl& model, int64_t T, const FusedGpuE
   }
   const kernels::StepShape s = step_shape(model, 1, T, model.table_positions(T));
   const int64_t shared = shared_bytes_of(model, execution);
-  if (kernels::tile_examples(s, shared) < 1)
-    return "one example's activations (" + std::to_string(kernels::tile_layout(s, 1).floats * 4) +
+  if (kernels::tile_examples(s, shared, execution.kept_global) < 1)
+    return "one example's activations (" + std::to_string(kernels::tile_layout(s, 1, execution.kept_global).floats * 4) +
            " bytes at T = " + std::to_string(T) + ") do not fit the " + std::to_string(shared) +
            " bytes of shared memory a multiprocessor has (less the runtime's 1 KB a block)";
   return "";
@@ -102,7 +102,7 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   TORCH_CHECK(why.empty(), "the fused GPU step cannot run this model: ", why);
   TORCH_CHECK(B >= 1 && B <= (int64_t{1} << 30) && T >= 1, "fused GPU step: B and T must be >= 1");
   const kernels::StepShape s = step_shape(model, B, T, P_);
-  tile_examples_ = kernels::tile_examples(s, shared_bytes_of(model, execution));
+  tile_examples_ = kernels::tile_examples(s, shared_bytes_of(model, execution), execution.kept_global);
   if (execution.tile_examples > 0) tile_examples_ = std::min(tile_examples_, execution.tile_examples);
   const int64_t M = model.member_count();
 
@@ -147,6 +147,12 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   partial_loss_ = torch::empty({M, K}, on_device.dtype(torch::kFloat64));         // (M, K)
   grads_ = torch::empty({M, flat_}, on_device.dtype(torch::kFloat32));            // (M, flat)
   member_loss_ = torch::empty({M}, on_device.dtype(torch::kFloat32));             // (M)
+  if (execution.kept_global) {
+    // A slot for each block: at most the whole batch's kept activations, which the device
+    // step holds too (1.4 GB for the reference study).
+    const int64_t kept_floats = kernels::tile_layout(s, tile_examples_, /*kept_global=*/true).kept_floats;
+    kept_ = torch::empty({M, K, kept_floats}, on_device.dtype(torch::kFloat32));  // (M, K, kept floats)
+  }
 }
 
 torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, const torch::Tensor& inputs,
@@ -169,7 +175,8 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   a.members = static_cast<int>(M);
   a.partition_examples = partition_examples_;
   a.partitions = kernels::partition_count(a.s.B, partition_examples_);
-  a.tile = kernels::tile_layout(a.s, tile_examples_);
+  a.tile = kernels::tile_layout(a.s, tile_examples_, execution_.kept_global);
+  if (kept_.defined()) a.kept = kept_.data_ptr<float>();
   a.divisors = kernels::step_divisors(a.s);
   a.vector_loads = execution_.vector_loads;
   a.small_items = execution_.small_items;

@@ -35,6 +35,9 @@ struct FusedGpuExecution {
   bool vector_loads = true;  // kernels::FusedStepArgs::vector_loads
   bool small_items = true;   // kernels::FusedStepArgs::small_items
   int tile_examples = 0;     // at most this many examples a tile (train.gpu_tile_examples); 0 = what fits
+  // The parts kept for the backward in global memory (train.gpu_kept_activations=global;
+  // kernels::TileLayout::kept_global).
+  bool kept_global = false;
 };
 
 // An H100's and H200's shared memory a multiprocessor (cudaDevAttrMaxSharedMemoryPerMultiprocessor).
@@ -91,6 +94,7 @@ class FusedGpuKernels {
   torch::Tensor partial_loss_;    // (M, K) float64
   torch::Tensor grads_;           // (M, flat): the parameters', then the tables'
   torch::Tensor member_loss_;     // (M)
+  torch::Tensor kept_;            // (M, K, kept floats), where execution.kept_global; else undefined
 };
 
 }  // namespace copytask

@@ -33,14 +33,15 @@ std::unique_ptr<TrainingStep> training_step_make(Encoder& model, const TrainData
   const std::string refusal = training_step_refusal(train, model->device());
   if (!refusal.empty()) throw ConfigError(refusal);
   if (fused_gpu_step_chosen(train.step, model->device().is_cuda())) {
+    FusedGpuExecution execution;
+    execution.tile_examples = static_cast<int>(train.gpu_tile_examples);
+    execution.kept_global = train.gpu_kept_activations == "global";
     // Never silently slower: a batch the kernels cannot run trains on the device step, saying why.
-    const std::string unsupported = fused_gpu_unsupported(*model, data.train_inputs.size(1));
+    const std::string unsupported = fused_gpu_unsupported(*model, data.train_inputs.size(1), execution);
     const bool capture = train.cuda_graph && cuda_graph_unavailable().empty();
     if (!unsupported.empty())
       return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::autograd, FusedGpuExecution{},
                                           "the fused GPU step cannot run this batch: " + unsupported);
-    FusedGpuExecution execution;
-    execution.tile_examples = static_cast<int>(train.gpu_tile_examples);
     return std::make_unique<DeviceStep>(model, data, train, capture, DeviceStepKernels::fused, execution);
   }
   // train.step = autograd on a GPU: the same device step, never captured.
