@@ -193,12 +193,17 @@ def bench(out):
 FUSED_CASES = (("q", "quick, batch 128, 18 members", "2"), ("r", "reference study, full batch, 30 members", "3"))
 
 
+EXAMPLES_PAST_ANY_TILE = 1000  # sorts "as many as fit" (0) after every tile of the sweep
+
+
 def fused(out):
     """fused.json (or bench.json's "fused", when the bench stage's bench.json is there) from
     the fused-bench stage's files: f<key>.json (fused step), d<key>.json (device step),
     e<key>.json (PyTorch eager), fp.json (the fused step uncaptured, profiled), and the
-    fused-peers stage's b<peer key>-vmap-compile.json where it ran, and ft<E>.json (the
-    reference study's fused step at most E examples a tile) where the stage swept the tile."""
+    fused-peers stage's b<peer key>-vmap-compile.json where it ran, ft<E>.json and
+    fgt<E>.json (the reference study's fused step at most E examples a tile, its kept
+    activations in shared or global memory) where the stage swept the tile, and fk<key>.json
+    (the fused step with its kept activations in global memory) where it ran."""
     bench_path = os.path.join(out, "bench.json")
     peers = load(bench_path).get("peers", []) if os.path.exists(bench_path) else []
     cases, used = [], []
@@ -243,21 +248,48 @@ def fused(out):
                 print("  %5.1f%% %8.3f ms %5.1f calls  %.100s" % (100 * kernel["share"], 1e3 * kernel["seconds_per_step"],
                                                               kernel["calls_per_step"], kernel["name"]))
     # The tile sweep (ft<E>.json: the reference study's step with at most E examples a tile,
-    # train.gpu_tile_examples; the same numbers and occupancy): what a tile's fixed costs take.
+    # train.gpu_tile_examples; the same numbers and occupancy; fgt<E>.json the same with the
+    # kept activations in global memory, train.gpu_kept_activations=global, whose tile holds
+    # more): what a tile's fixed costs take.
     sweep = []
-    for name in sorted(n for n in os.listdir(out) if n.startswith("ft") and n.endswith(".json")):
-        path = os.path.join(out, name)
-        run = load(path)
-        used.append(path)
-        sweep.append({"most_examples_a_tile": int(name[2:-5]), "bench": run,
-                      "step_seconds": run["members"] / run["member_steps_per_second"]})
+    kept_whole = os.path.join(out, "fkr.json")  # the reference step kept in global memory, tiles as large as fit
+    for prefix, kept_where, whole in (("ft", "shared", study),
+                                      ("fgt", "global", load(kept_whole) if os.path.exists(kept_whole) else None)):
+        rows = []
+        for name in os.listdir(out):
+            if not (name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-5].isdigit()):
+                continue
+            path = os.path.join(out, name)
+            used.append(path)
+            rows.append((int(name[len(prefix):-5]), load(path)))
+        if rows and whole is not None:
+            rows.append((0, whole))  # last: 0 = as many as fit
+        sweep += [{"most_examples_a_tile": e, "kept_activations": kept_where, "bench": run,
+                   "step_seconds": run["members"] / run["member_steps_per_second"]}
+                  for e, run in sorted(rows, key=lambda row: row[0] or EXAMPLES_PAST_ANY_TILE)]
     if sweep:
-        sweep.append({"most_examples_a_tile": 0, "bench": study, "step_seconds": cases[1]["step_seconds"]})
         record["tile_sweep"] = sweep
         for row in sweep:
-            print("reference step, %s: %.2f ms" % ("at most %d examples a tile" % row["most_examples_a_tile"]
-                                                   if row["most_examples_a_tile"] else "tiles as large as fit",
-                                                   1e3 * row["step_seconds"]))
+            print("reference step, kept in %s memory, %s: %.2f ms" % (
+                row["kept_activations"], "at most %d examples a tile" % row["most_examples_a_tile"]
+                if row["most_examples_a_tile"] else "tiles as large as fit", 1e3 * row["step_seconds"]))
+    # The kept activations in global memory (fk<key>.json, train.gpu_kept_activations=global;
+    # the same numbers, a tile of more examples) beside each case's step with them in shared memory.
+    kept = []
+    for key, label, _ in FUSED_CASES:
+        path = os.path.join(out, "fk%s.json" % key)
+        if not os.path.exists(path):
+            continue
+        run = load(path)
+        used.append(path)
+        case = next(c for c in cases if c["case"] == label)
+        seconds = run["members"] / run["member_steps_per_second"]
+        kept.append({"case": label, "bench": run, "step_seconds": seconds,
+                     "over_kept_in_shared_memory": case["step_seconds"] / seconds})
+        print("%-40s kept activations in global memory: %.2f ms a step, %.2fx the step with them in shared memory" %
+              (label, 1e3 * seconds, case["step_seconds"] / seconds))
+    if kept:
+        record["kept_global"] = kept
     print("reference study on the fused step: %.1f s estimated (goal 10 s), %s of the FP32 peak (goal 35%%)" %
           (record["reference_study_seconds_estimate"],
            "%.1f%%" % (100 * record["fraction_of_fp32_peak"]) if peak else "an unknown share"))

@@ -29,8 +29,9 @@
 #                  memcheck on its small CUDA test, and the smoke study on it against the CPU
 #                  (fused_smoke_token.json, fused_smoke_loss.json)
 #       fused-bench  the fused step beside the device step and PyTorch's eager loop, quick and
-#                  reference-study cases, its uncaptured step profiled, and the reference step
-#                  with tiles of 1 to 4 examples -> fused.json (or
+#                  reference-study cases, its uncaptured step profiled, the reference step
+#                  with tiles of 1, 2 and 4 examples, and both cases with the kept activations
+#                  in global memory (the reference step so at tiles of 4, 8 and 12) -> fused.json (or
 #                  bench.json's "fused" after the bench stage in the same call)
 #       fused-peers  the compiled torch.func ensemble of the quick and reference-study cases on the
 #                  same GPU, for fused-bench's report in the same call (name it before fused-bench)
@@ -225,9 +226,20 @@ for name in "${stages[@]}"; do
         # same blocks a multiprocessor; fr.json has the tile as large as fits): how the step's
         # time grows as a tile's examples shrink says what a tile's fixed costs (its barriers,
         # chains a row long) take against its examples' own work.
-        for e in 1 2 3 4; do
+        for e in 1 2 4; do
           \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.gpu_tile_examples=\$e \\
             --warmup 3 --steps 10 --json $out/ft\$e.json
+        done
+        # Both cases with the backward's kept activations in global memory (train.gpu_kept_activations:
+        # the same numbers; the tile 12 examples where it is 5 at the reference shape), and the
+        # reference step so at tiles of 4 and 8: the sweep past the shared memory's 5.
+        \$b bench --compare --config configs/quick.json train.device=cuda train.step=fused-gpu train.gpu_kept_activations=global \\
+          --warmup 3 --steps 20 --json $out/fkq.json
+        \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.gpu_kept_activations=global \\
+          --warmup 3 --steps 10 --json $out/fkr.json
+        for e in 4 8; do
+          \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.gpu_kept_activations=global \\
+            train.gpu_tile_examples=\$e --warmup 3 --steps 10 --json $out/fgt\$e.json
         done
         '$python' $report fused $out
         # Inside the step kernel: ncu's view of one launch of the reference study's (the clocks as

@@ -11,7 +11,12 @@ that hold most of it and the instructions it executed.
 
   scripts/ncu_lines.py BINARY SASS_CSV_GZ [--kernel NAME] [--top N] [--csv OUT]
     BINARY: the copytask that ran (gpu-bundle/bin/copytask) or the kernels' object file
-    --kernel: a part of the kernel's mangled name (default fused_step_kernel)
+    --kernel: a part of the kernel's mangled name (default fused_step_kernelILb0E: the step
+              kernel with its kept activations in shared memory; ILb1E: in global memory)
+
+It also prints the instructions executed by opcode: a multiply-add (FFMA) is an issue slot
+of its own, so the FFMAs' share of the instructions bounds the share of the FP32 peak at any
+issue rate.
 
 cuobjdump and nvdisasm come with the CUDA toolkit; where it lacks them, PyPI has them
 (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm), or set CUDA_BIN to their folder.
@@ -74,7 +79,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
     parser.add_argument("sass_csv")
-    parser.add_argument("--kernel", default="fused_step_kernel")
+    parser.add_argument("--kernel", default="fused_step_kernelILb0E")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--csv", help="every line's row into this file")
     args = parser.parse_args()
@@ -87,7 +92,7 @@ def main():
     samples, executed = header.index("Warp Stall Sampling (All Samples)"), header.index("Instructions Executed")
     reasons = [(i, h[len("stall_"):]) for i, h in enumerate(header) if h.startswith("stall_") and "Not Issued" not in h]
     first = int(data[0][address], 16)
-    by_line, executed_by_line = collections.Counter(), collections.Counter()
+    by_line, executed_by_line, executed_by_opcode = collections.Counter(), collections.Counter(), collections.Counter()
     reasons_by_line = collections.defaultdict(collections.Counter)
     total, mismatched = 0, 0
     for r in data:
@@ -100,6 +105,7 @@ def main():
         total += n
         by_line[key] += n
         executed_by_line[key] += int(r[executed] or 0)
+        executed_by_opcode[(opcode.get(offset) or "?").split(".")[0]] += int(r[executed] or 0)
         for i, name in reasons:
             if r[i] and int(r[i]):
                 reasons_by_line[key][name] += int(r[i])
@@ -122,6 +128,10 @@ def main():
         all_reasons.update(counter)
     print("%d samples over %d instructions; by stall reason: %s" %
           (total, len(data), ", ".join("%s %.1f%%" % (k, 100 * v / total) for k, v in all_reasons.most_common(8))))
+    instructions = sum(executed_by_opcode.values())
+    print("%.3g warp instructions executed; by opcode: %s" %
+          (instructions, ", ".join("%s %.1f%%" % (k, 100 * v / instructions)
+                                   for k, v in executed_by_opcode.most_common(10))))
     print("%7s  %-28s %10s  %-44s %s" % ("share", "file:line", "executed", "stall reasons", "source"))
     for key, n in by_line.most_common(args.top):
         top = ", ".join("%s %.0f%%" % (k, 100 * v / n) for k, v in reasons_by_line[key].most_common(3)) if n else ""

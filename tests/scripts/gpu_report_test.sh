@@ -109,11 +109,13 @@ PY
 # The fused verb (gpu_run.sh's fused-peers then fused-bench stages) in a folder of its own: the
 # fused step's, the device step's and eager's files of both cases, the profiled step, and the
 # compiled peer of the reference case alone (a baseline file in its place: the report reads its
-# rate), so the reference case's ratio to it is computed and the quick case's is none; and two
-# of the tile sweep's files (ft<E>.json), folded beside the reference case's own step.
+# rate), so the reference case's ratio to it is computed and the quick case's is none; two
+# of the tile sweep's files (ft<E>.json), folded beside the reference case's own step; and the
+# reference case with its kept activations in global memory (fkr.json, the quick case's absent),
+# and so at a tile of 4 (fgt4.json), folded beside fkr.json.
 fused_dir="$dir/fused"
 mkdir -p "$fused_dir"
-for file in fq dq fr dr fp ft1 ft2; do
+for file in fq dq fr dr fp ft1 ft2 fkr fgt4; do
   "$copytask" bench $tiny --warmup 0 --steps 2 --json "$fused_dir/$file.json" > /dev/null
 done
 for file in eq er b3-vmap-compile; do
@@ -144,11 +146,19 @@ assert abs(study["over_vmap_compile"] - rate / compiled_rate) < 1e-12 * study["o
 assert abs(study["over_eager"] - rate / study["eager"]["member_steps_per_second"]) < 1e-12 * study["over_eager"]
 assert fused["profile"]["kernels"][0]["name"] == "fused_step_kernel", fused.get("profile")
 sweep = fused["tile_sweep"]
-assert [row["most_examples_a_tile"] for row in sweep] == [1, 2, 0], sweep
+assert [(row["kept_activations"], row["most_examples_a_tile"]) for row in sweep] == [
+    ("shared", 1), ("shared", 2), ("shared", 0), ("global", 4), ("global", 0)], sweep
 for row in sweep:
     assert abs(row["step_seconds"] - row["bench"]["members"] / row["bench"]["member_steps_per_second"]) < 1e-12, row
-assert sweep[-1]["step_seconds"] == study["step_seconds"], sweep[-1]
+assert sweep[2]["step_seconds"] == study["step_seconds"], sweep[2]
+# The kept activations in global memory: the reference case's file folded beside its step, the
+# quick case's (absent) left out.
+kept = fused["kept_global"]
+assert [row["case"] for row in kept] == [study["case"]], kept
+seconds = kept[0]["bench"]["members"] / kept[0]["bench"]["member_steps_per_second"]
+assert abs(kept[0]["step_seconds"] - seconds) < 1e-12 and abs(kept[0]["over_kept_in_shared_memory"] - study["step_seconds"] / seconds) < 1e-9, kept
+assert sweep[-1]["step_seconds"] == kept[0]["step_seconds"], sweep[-1]
 assert sorted(os.listdir(out)) == ["fused.json"], os.listdir(out)
 print("gpu_report fused: both cases, the compiled peer folded where its file was, none where not; the tile sweep; "
-      "the files gone")
+      "the kept activations in global memory; the files gone")
 PY
