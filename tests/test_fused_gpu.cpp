@@ -489,6 +489,30 @@ TEST(FusedGpu, TheSmallerProductItemsGiveTheSameBitsAtTheReferenceShape) {
   EXPECT_TRUE(bit_equal(a, c)) << "worst relative gradient difference " << worst_relative_gradient_difference(a, c);
 }
 
+// The kept activations in global memory at the reference shape, where they let a tile hold 12
+// examples instead of 5: partitions of 20 examples (B = 300) run as tiles of 12 and 8 instead
+// of 5, 5, 5, 5, and every number is the same bits, threads shuffled.
+TEST(FusedGpu, TheKeptActivationsInGlobalMemoryGiveTheSameBitsAtTheReferenceShape) {
+  const EncoderShape shape{};
+  std::vector<MemberSpec> members;
+  const std::vector<MemberSpec> all = kernel_members(shape);
+  for (size_t m = 0; m < all.size(); m += 5) members.push_back(all[m]);
+  Encoder model(shape, members, torch::kCPU);
+  const int64_t M = model->member_count(), B = 300;
+  auto inputs = copy_inputs(M, B).narrow(2, 0, shape.context);
+  auto targets = test::random_tokens(M, B, shape, 13);
+  const DropoutMasks masks = model->dropout_masks(B);
+  FusedGpuExecution kept_global;
+  kept_global.kept_global = true;
+  kept_global.shuffle_seed = 5;
+  EXPECT_EQ(FusedGpuKernels(*model, B, shape.context).tile_examples(), 5);
+  EXPECT_EQ(FusedGpuKernels(*model, B, shape.context, kept_global).tile_examples(), 12);
+  const StepResult shared = kernel_step(model, inputs, targets, &masks);
+  const StepResult global = kernel_step(model, inputs, targets, &masks, {}, kept_global);
+  EXPECT_TRUE(bit_equal(shared, global)) << "worst relative gradient difference "
+                                         << worst_relative_gradient_difference(shared, global);
+}
+
 // A member's numbers never depend on the members beside it.
 TEST(FusedGpu, AMemberAloneIsTheSameMemberInABatch) {
   const EncoderShape shape = test::small_shape(0.1);
