@@ -31,7 +31,8 @@
 #       fused-bench  the fused step beside the device step and PyTorch's eager loop, quick and
 #                  reference-study cases, its uncaptured step profiled, the reference step
 #                  with tiles of 1, 2 and 4 examples, and both cases with the kept activations
-#                  in global memory (the reference step so at tiles of 4, 8 and 12) -> fused.json (or
+#                  in global memory (the reference step so at tiles of 4, 8 and 12), and ncu's
+#                  view of one launch of each form -> fused.json (or
 #                  bench.json's "fused" after the bench stage in the same call)
 #       fused-peers  the compiled torch.func ensemble of the quick and reference-study cases on the
 #                  same GPU, for fused-bench's report in the same call (name it before fused-bench)
@@ -270,6 +271,19 @@ for name in "${stages[@]}"; do
           ncu -i /tmp/copytask-fused-ncu.ncu-rep --page source --csv --print-source sass 2>&1 | gzip > $out/fused_sass.csv.gz ||
             echo 'ncu could not print the SASS page'
           grep -E 'Duration|Throughput|Occupancy|Registers|Shared Memory|Stall|Warp Cycles|Issued' $out/fused_ncu.txt | head -60 || true
+          # The same view of the kernel with its kept activations in global memory (the first
+          # launch of that run is its form): fused_kept_ncu.txt and fused_kept_sass.csv.gz
+          # (scripts/ncu_lines.py --kernel fused_step_kernelILb1E).
+          ncu --clock-control none -k regex:fused_step_kernel -c 1 --section SpeedOfLight --section Occupancy \\
+            --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \\
+            --section SourceCounters -f -o /tmp/copytask-fused-kept-ncu \\
+            \$b bench --compare --config configs/reference.json train.device=cuda train.step=fused-gpu train.cuda_graph=false \\
+            train.gpu_kept_activations=global --warmup 1 --steps 1 > $out/fused_kept_ncu.txt 2>&1 ||
+            echo 'ncu did not run on the kept form (see fused_kept_ncu.txt)'
+          ncu -i /tmp/copytask-fused-kept-ncu.ncu-rep --page details >> $out/fused_kept_ncu.txt 2>&1 || true
+          ncu -i /tmp/copytask-fused-kept-ncu.ncu-rep --page source --csv --print-source sass 2>&1 | gzip > $out/fused_kept_sass.csv.gz ||
+            echo 'ncu could not print the SASS page of the kept form'
+          grep -E 'Duration|Throughput|Registers|Shared Memory|Warp Cycles|Issued' $out/fused_kept_ncu.txt | head -30 || true
         fi" ;;
     fused-study)
       stage fused-study 600 "set -e
