@@ -1,8 +1,8 @@
 #pragma once
 // A thread block as a kernel's body sees it (docs/gpu.md, "Adding a kernel"): how many
-// threads it has, and `each`, which runs one phase of the body (a function of the thread's
-// index) on every thread and then waits for all of them. A body is written once, as a
-// template on its threads:
+// threads it has, its index in the grid (`block`), and `each`, which runs one phase of the
+// body (a function of the thread's index) on every thread and then waits for all of them. A
+// body is written once, as a template on its threads:
 //
 //   template <class Threads> COPYTASK_HOST_DEVICE void body(Threads& threads, ...) {
 //     block_items(threads, n, [&](int item) { ... });   // phase 1: items 0..n-1
