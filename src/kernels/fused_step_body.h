@@ -460,8 +460,8 @@ class FusedStepBlock {
  private:
   // ---- Where things are -----------------------------------------------------------------
   COPYTASK_HOST_DEVICE float* sm(int offset) const { return smem_ + offset; }
-  // (The slot's address made where it is used from the arguments and the block's index, which
-  // hold no register: a pointer kept for it spilled the kernel's registers.)
+  // (The slot's address made where it is used, from the kernel's arguments and the block's
+  // index, so that it holds no register of its own: the kernel uses all 128.)
   COPYTASK_HOST_DEVICE float* block_part(int offset, int l) const {
     float* base = kKeptGlobal ? a_.kept + static_cast<int64_t>(threads_.block()) * l_.kept_floats : smem_;
     return base + offset + l * l_.block_stride;
