@@ -102,8 +102,9 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   TORCH_CHECK(why.empty(), "the fused GPU step cannot run this model: ", why);
   TORCH_CHECK(B >= 1 && B <= (int64_t{1} << 30) && T >= 1, "fused GPU step: B and T must be >= 1");
   const kernels::StepShape s = step_shape(model, B, T, P_);
-  tile_examples_ = kernels::tile_examples(s, shared_bytes_of(model, execution), execution.kept_global);
-  if (execution.tile_examples > 0) tile_examples_ = std::min(tile_examples_, execution.tile_examples);
+  int E = kernels::tile_examples(s, shared_bytes_of(model, execution), execution.kept_global);
+  if (execution.tile_examples > 0) E = std::min(E, execution.tile_examples);
+  tile_ = kernels::tile_layout(s, E, execution.kept_global);
   const int64_t M = model.member_count();
 
   // A member's flat gradient: its parameters in the layout's order (model/parameter_layout.h),
@@ -150,8 +151,7 @@ FusedGpuKernels::FusedGpuKernels(EncoderImpl& model, int64_t B, int64_t T, const
   if (execution.kept_global) {
     // A slot for each block: at most the whole batch's kept activations, which the device
     // step holds too (1.4 GB for the reference study).
-    const int64_t kept_floats = kernels::tile_layout(s, tile_examples_, /*kept_global=*/true).kept_floats;
-    kept_ = torch::empty({M, K, kept_floats}, on_device.dtype(torch::kFloat32));  // (M, K, kept floats)
+    kept_ = torch::empty({M, K, tile_.kept_floats}, on_device.dtype(torch::kFloat32));  // (M, K, kept floats)
   }
 }
 
@@ -175,7 +175,7 @@ torch::Tensor FusedGpuKernels::loss_backward(const PositionalTables& tables, con
   a.members = static_cast<int>(M);
   a.partition_examples = partition_examples_;
   a.partitions = kernels::partition_count(a.s.B, partition_examples_);
-  a.tile = kernels::tile_layout(a.s, tile_examples_, execution_.kept_global);
+  a.tile = tile_;
   if (kept_.defined()) a.kept = kept_.data_ptr<float>();
   a.divisors = kernels::step_divisors(a.s);
   a.vector_loads = execution_.vector_loads;

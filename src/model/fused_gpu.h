@@ -77,13 +77,13 @@ class FusedGpuKernels {
                               PositionalTables* table_grads);
 
   // The tile's examples (kernels/fused_step.h), for bench and the tests.
-  int tile_examples() const { return tile_examples_; }
+  int tile_examples() const { return tile_.E; }
 
  private:
   EncoderImpl& model_;
   int64_t B_, T_, P_;
   FusedGpuExecution execution_;
-  int tile_examples_ = 0;
+  kernels::TileLayout tile_;     // the tile the kernels run, made once: its examples, its parts, the kept slots' floats
   int partition_examples_ = 0;  // kernels::examples_per_partition
   std::vector<kernels::TableGrad> slot_;  // per registered hook: where its table's gradient goes (grad -1: none)
   int64_t parameter_floats_ = 0;  // floats of a member's parameters
