@@ -22,7 +22,9 @@
 // times the reference study's products of a group through matmul_x86_64_v4, and the same
 // products of 16 examples with the examples across the lanes (a prototype of that layout for
 // the whole step, timed only: the attention's form of it is src/model/cpu_attention_lanes.h);
-// --products prints them product by product, side by side.
+// --products prints them product by product, side by side. Last, a group of 16 examples'
+// products through the build's lanes_linear and lanes_product functions (the step's products
+// since its blocks went across the lanes), x86-64-v4 where the CPU has AVX-512, and x86-64-v3.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "model/cpu_attention_lanes.h"
+#include "model/cpu_lanes_layers.h"
 #include "model/cpu_layers.h"
 
 namespace copytask {
@@ -93,6 +96,13 @@ CROSSENTROPY(crossentropy_v4, V4)
 // The build's product functions, kept in the assembly for the script's check.
 void (*volatile keep_v3)(const Product&) = matmul_x86_64_v3;
 void (*volatile keep_v4)(const Product&) = matmul_x86_64_v4;
+// The step's products since the blocks went across the lanes: a linear layer's (a lanes
+// operand by a broadcast weight) and the attention's and the weight gradients' (two lanes
+// operands), kept for the script's model of their loops, and timed below.
+void (*volatile keep_lanes_linear_v3)(const LanesLinear&) = lanes_linear_x86_64_v3;
+void (*volatile keep_lanes_linear_v4)(const LanesLinear&) = lanes_linear_x86_64_v4;
+void (*volatile keep_lanes_product_v3)(const LanesProduct&) = lanes_product_x86_64_v3;
+void (*volatile keep_lanes_product_v4)(const LanesProduct&) = lanes_product_x86_64_v4;
 
 // ---- Timing (x86-64-v3 tiles only: they run on every AVX2 machine) --------------------------
 
@@ -276,6 +286,42 @@ __attribute__((noinline)) double lanes_group_products_seconds(double& flops) {
   return best;
 }
 
+// The same group of 16 examples' products through the build's functions (the step's calls:
+// lanes_linear for a layer's forward and input gradient, W broadcast; lanes_product for the
+// attention's and, accumulating, the weight gradients), the fastest of many runs; their flops
+// (all 16 lanes') to `flops`. The operands 64-byte aligned, as the step's workspace is.
+__attribute__((noinline)) double build_lanes_group_seconds(void (*linear)(const LanesLinear&),
+                                                            void (*product)(const LanesProduct&), double& flops) {
+  constexpr int64_t kMax = 64 * 64 * 16;
+  auto aligned = [](float value) {
+    float* p = static_cast<float*>(std::aligned_alloc(64, kMax * sizeof(float)));
+    for (int64_t i = 0; i < kMax; ++i) p[i] = value;
+    return p;
+  };
+  float *A = aligned(0.5f), *B = aligned(0.25f), *C = aligned(0.0f);
+  flops = 0;
+  for (const LanesGroupProduct& g : kLanesGroupProducts) flops += 2.0 * g.rows * g.K * g.O * g.times * 16;
+  double best = 1e9;
+  for (int run = 0; run < 400; ++run) {
+    const double start = seconds_now();
+    for (const LanesGroupProduct& g : kLanesGroupProducts) {
+      // A (rows, K) in lanes, or read transposed from (K, rows) as a weight gradient reads it;
+      // B (K, O), a weight (floats) or in lanes; a weight gradient accumulates.
+      if (g.weights) {
+        const LanesLinear p{A, g.K, B, g.O, nullptr, C, g.O, g.rows, g.K, g.O};
+        for (int t = 0; t < g.times; ++t) linear(p);
+      } else {
+        const LanesProduct p{A, g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B, g.O, 1, C, g.O, 1,
+                             g.rows, g.K, g.O, g.a_transposed};
+        for (int t = 0; t < g.times; ++t) product(p);
+      }
+    }
+    best = std::min(best, seconds_now() - start);
+  }
+  for (float* p : {A, B, C}) std::free(p);
+  return best;
+}
+
 // Product by product, the fastest of many calls alone (in L1): each of the group's products
 // through matmul_x86_64_v4, and the same product of 16 examples across the lanes, both in
 // cycles for 4 examples (the lanes' call times its count over 4) and as a share of 64 flop a
@@ -451,6 +497,16 @@ int main(int argc, char** argv) {
     std::printf("measured the same products of 16 examples across the lanes (a prototype): %.0f cycles, %.1f us, "
                 "%.1f us for 4 examples (%.0f flop, %.0f%% of 64 flop a cycle)\n",
                 lanes_s * hz, lanes_s * 1e6, lanes_s * 1e6 / 4, flops, 100 * flops / (lanes_s * hz * 64));
+    const double build_v4_s = build_lanes_group_seconds(lanes_linear_x86_64_v4, lanes_product_x86_64_v4, flops);
+    std::printf("measured the step's products of a group of 16 examples through the build's lanes_linear_x86_64_v4 "
+                "and lanes_product_x86_64_v4: %.0f cycles, %.1f us (%.0f flop; %.0f%% of 32 flop a cycle, %.0f%% of "
+                "64)\n",
+                build_v4_s * hz, build_v4_s * 1e6, flops, 100 * flops / (build_v4_s * hz * 32),
+                100 * flops / (build_v4_s * hz * 64));
   }
+  const double build_v3_s = build_lanes_group_seconds(lanes_linear_x86_64_v3, lanes_product_x86_64_v3, flops);
+  std::printf("measured the step's products of a group of 16 examples through the build's lanes_linear_x86_64_v3 "
+              "and lanes_product_x86_64_v3: %.0f cycles, %.1f us (%.0f flop; %.0f%% of 32 flop a cycle)\n",
+              build_v3_s * hz, build_v3_s * 1e6, flops, 100 * flops / (build_v3_s * hz * 32));
   return 0;
 }

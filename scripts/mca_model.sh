@@ -28,9 +28,15 @@
 #     model gives a ymm FMA half the throughput the timing in 6 finds);
 #  5. prints the loop table, then the reference study's products per group (G = 4 examples:
 #     T = 10, D = 20, F = 32, V = 11, one head, two blocks) with each core's tiles, their
-#     k-loop cycles and the share of the FMA peak those loops allow;
+#     k-loop cycles and the share of the FMA peak those loops allow; then the same for the
+#     step's products since its blocks went across the lanes (lanes_linear_x86_64_v3 / _v4 and
+#     lanes_product_x86_64_v3 / _v4, also checked against build/'s object): their k-loops by
+#     tile, and a group of 16 examples' products with each core's tiles (docs/performance.md,
+#     "The products across the lanes, modelled");
 #  6. times the x86-64-v3 tiles here (one thread, a few seconds) and prints them beside
-#     llvm-mca's znver3 numbers, when this CPU has AVX2 and FMA (TIME=0 skips it).
+#     llvm-mca's znver3 numbers, when this CPU has AVX2 and FMA (TIME=0 skips it); the
+#     driver also times a group's products through the build's lanes functions, their tiles'
+#     loads, stores and calls included (about 40 s in all).
 #
 #   scripts/mca_model.sh               # everything, in /tmp/mca
 #   OUT=/tmp/elsewhere TIME=0 scripts/mca_model.sh
@@ -52,7 +58,9 @@ mkdir -p "$OUT/loops" "$OUT/mca"
 # The product functions here against the build's, instruction by instruction (registers and
 # addresses aside), when there is a build.
 object=build/CMakeFiles/copytask_model.dir/src/model/fused_cpu.cpp.o
-for f in _ZN8copytask3cpu16matmul_x86_64_v3ERKNS0_7ProductE _ZN8copytask3cpu16matmul_x86_64_v4ERKNS0_7ProductE; do
+for f in _ZN8copytask3cpu16matmul_x86_64_v3ERKNS0_7ProductE _ZN8copytask3cpu16matmul_x86_64_v4ERKNS0_7ProductE \
+  _ZN8copytask3cpu22lanes_linear_x86_64_v3ERKNS0_11LanesLinearE _ZN8copytask3cpu22lanes_linear_x86_64_v4ERKNS0_11LanesLinearE \
+  _ZN8copytask3cpu23lanes_product_x86_64_v3ERKNS0_12LanesProductE _ZN8copytask3cpu23lanes_product_x86_64_v4ERKNS0_12LanesProductE; do
   if [ -f "$object" ]; then
     mnemonics() { objdump -d --no-show-raw-insn --disassemble="$f" "$1" | awk '/^ +[0-9a-f]+:/ {print $2}' | md5sum; }
     if [ "$(mnemonics "$object")" = "$(mnemonics "$OUT/driver")" ]; then same="the same instructions as"
@@ -112,18 +120,56 @@ def tile_class(variant, body):
     contiguous = any(re.match(r'addq\s+\$4, %', x) for x in body)  # A's pointer steps one float
     return (variant, W, R, len(fma) // R, contiguous)
 
+# The step's products since the blocks went across the lanes (cpu_lanes_layers.h,
+# cpu_attention_lanes.h): (variant, kind) -> function.
+lanes_products = {('v3', 'linear'): '_ZN8copytask3cpu22lanes_linear_x86_64_v3ERKNS0_11LanesLinearE',
+                  ('v4', 'linear'): '_ZN8copytask3cpu22lanes_linear_x86_64_v4ERKNS0_11LanesLinearE',
+                  ('v3', 'product'): '_ZN8copytask3cpu23lanes_product_x86_64_v3ERKNS0_12LanesProductE',
+                  ('v4', 'product'): '_ZN8copytask3cpu23lanes_product_x86_64_v4ERKNS0_12LanesProductE'}
+LANES_ROWS = {'v3': (2, 1), 'v4': (5, 1)}  # LanesTileShape's R, and single rows
+LANES_SHAPE = {'v3': (8, 2, 5), 'v4': (16, 5, 4)}  # lanes a vector, LanesTileShape's R and NO
+
+def lanes_class(variant, kind, body):
+    """(variant, lanes, R, NO, kind) of a lanes tile's k-loop: R vectors of A, and NO weights
+    broadcast (kind 'linear') or NO vectors of B ('product'), R x NO FMAs; each operand loaded
+    once a k, or once for each FMA where the compiler folds its load into them. A product's
+    R x NO and NO x R load and multiply the same, so where both fit the larger R is taken."""
+    fma = [x for x in body if x.startswith('vfmadd')]
+    if not fma: return None
+    n, W = len(fma), 16 if any('%zmm' in x for x in fma) else 8
+    vec = bro = 0
+    for x in body:
+        op, _, args = x.partition('\t')
+        m = re.match(r'[^,(]*\([^)]*\)(\{1to\d+\})?', args.strip())  # a memory source (AT&T: first)
+        if not m or not op.startswith('v'): continue
+        if op == 'vbroadcastss' or m.group(1): bro += 1
+        else: vec += 1
+    for R in LANES_ROWS[variant]:
+        NO = n // R
+        if n % R or NO > LANES_SHAPE[variant][2]: continue
+        if kind == 'linear' and vec in (R, n) and bro in (NO, n): return (variant, W, R, NO, kind)
+        if kind == 'product' and bro == 0 and vec in (R + NO, n + NO, R + n): return (variant, W, R, NO, kind)
+    return None
+
 loops = []  # dicts: name, function, body, cls (the tile class, or None)
 marks = {}
-for variant, f in list(build_products.items()) + [(None, k) for k in kernels]:
+sources = [(variant, f, None) for variant, f in build_products.items()] + \
+    [(variant, f, kind) for (variant, kind), f in lanes_products.items()] + [(None, k, None) for k in kernels]
+for variant, f, kind in sources:
     for s, e, label, body in single_block_loops(f):
-        short = {'v3': 'matmul_x86_64_v3', 'v4': 'matmul_x86_64_v4'}.get(variant, f)
+        short = {'v3': 'matmul_x86_64_v3', 'v4': 'matmul_x86_64_v4'}.get(variant, f) if kind is None else \
+            'lanes_%s_x86_64_%s' % (kind, variant)
         name = '%s.%s' % (short, label)
         marks[s] = '# LLVM-MCA-BEGIN %s' % name
         marks[e] = '# LLVM-MCA-END %s' % name
         open(os.path.join(out, 'loops', name + '.s'), 'w').write('\n'.join(body) + '\n')
         m = re.match(r'tile_(v\d)_', f)
-        cls = tile_class(variant or (m.group(1) if m else None), body) if (variant or m) else None
-        loops.append({'name': name, 'function': f, 'body': body, 'cls': cls, 'build': variant is not None})
+        if kind:
+            cls = lanes_class(variant, kind, body)
+        else:
+            cls = tile_class(variant or (m.group(1) if m else None), body) if (variant or m) else None
+        loops.append({'name': name, 'function': f, 'body': body, 'cls': cls, 'build': variant is not None,
+                      'lanes': kind is not None})
 with open(os.path.join(out, 'driver.marked.s'), 'w') as marked:
     for i, l in enumerate(lines):
         marked.write(l + '\n' + (marks[i] + '\n' if i in marks else ''))
@@ -209,7 +255,7 @@ def span(xs, key=lambda x: x):
 # The build's product loops by tile class: (variant, lanes, R, NV, A contiguous).
 classes = {}
 for loop in loops:
-    if loop['build'] and loop['cls']: classes.setdefault(loop['cls'], []).append(loop)
+    if loop['build'] and loop['cls'] and not loop['lanes']: classes.setdefault(loop['cls'], []).append(loop)
 hdr = ['tile (variant, lanes, R x NV, A)', 'copies', 'insns', 'FMAs', 'chains', 'reloads', 'znver3',
        'icelake-server', 'sapphirerapids', 'Zen 3 est.', 'Zen 4 est.', 'Zen 5 est.']
 print('The build\'s product loops (matmul_x86_64_v3 / _v4), by tile; cycles per k iteration:')
@@ -339,6 +385,104 @@ print('cycles: the product\'s tiles x K x their loop\'s cycles a k (llvm-mca\'s 
 print('estimates above for Zen 3, 4 and 5), for one group; share: the useful flops (2 rows K O)')
 print('over those cycles at the FMA peak (32 flop a cycle with 8-lane FMAs and on Zen 4, 64 with 16-lane')
 print('FMAs on Intel and Zen 5). The loads and stores around each tile and the calls are not counted.')
+print()
+
+# ---- The step's products across the lanes (its products since the blocks went there) ---------
+lanes_classes = {}
+for loop in loops:
+    if loop['lanes'] and loop['cls']: lanes_classes.setdefault(loop['cls'], []).append(loop)
+unclassified = [l['name'] for l in loops if l['lanes'] and not l['cls'] and any(x.startswith('vfmadd') for x in l['body'])]
+hdr = ['tile (variant, lanes, R x NO, B)', 'copies', 'insns', 'FMAs', 'loads a k (vectors/broadcasts)', 'znver3',
+       'icelake-server', 'sapphirerapids', 'Zen 3 est.', 'Zen 4 est.', 'Zen 5 est.']
+print('The step\'s products across the lanes (lanes_linear_x86_64_v3 / _v4: B a weight, broadcast; lanes_product_')
+print('x86_64_v3 / _v4: B in lanes), by tile; cycles per k iteration:')
+print('| ' + ' | '.join(hdr) + ' |')
+print('|' + '---|' * len(hdr))
+for cls in sorted(lanes_classes):
+    ls = lanes_classes[cls]
+    v, W, R, NO, kind = cls
+    rs = [results[l['name']] for l in ls]
+    zen = lambda k: ('' if k not in rs[0] else '%s (%s)' % (span(rs, lambda r: r[k][0]),
+                                                            '/'.join(sorted({r[k][1] for r in rs}))))
+    vec, bro, _ = loads_of(ls[0]['body'])
+    print('| %s w%d %dx%d %s | %d | %s | %d | %d/%d | %s | %s | %s | %s |' % (
+        v, W, R, NO, 'weight' if kind == 'linear' else 'lanes', len(ls),
+        span([len(l['body']) for l in ls]).replace('.00', ''), R * NO, vec, bro,
+        ' | '.join(span([r[c] for r in rs]) for c in CPUS), zen('zen3'), zen('zen4'), zen('zen5')))
+if unclassified: print('(k-loops not classified: %s)' % ', '.join(unclassified))
+print()
+
+# The reference study's products for a group of 16 examples across the lanes (T = 10, D = 20,
+# F = 32, V = 11, one head, two blocks), as the step calls them (model/fused_cpu.cpp,
+# cpu_attention_lanes.h): (layer, product, rows, K, O, kind, times a group). A weight's
+# gradient: rows its inputs, K = T (each lane its example's sum), accumulated.
+lanes_group = [('QKV projection', 'forward', T, D, 3 * D, 'linear', L),
+               ('attention scores', 'forward k q^T', T, D, T, 'product', L),
+               ('attention-weighted values', 'forward w v', T, T, D, 'product', L),
+               ('output projection', 'forward', T, D, D, 'linear', L),
+               ('feed-forward up (fc1)', 'forward', T, D, F, 'linear', L),
+               ('feed-forward down (fc2)', 'forward', T, F, D, 'linear', L),
+               ('head', 'forward', T, D, V, 'linear', 1),
+               ('head', 'grad W', D, T, V, 'product', 1),
+               ('head', 'grad in', T, V, D, 'linear', 1),
+               ('feed-forward down (fc2)', 'grad W', F, T, D, 'product', L),
+               ('feed-forward down (fc2)', 'grad in', T, D, F, 'linear', L),
+               ('feed-forward up (fc1)', 'grad W', D, T, F, 'product', L),
+               ('feed-forward up (fc1)', 'grad in', T, F, D, 'linear', L),
+               ('output projection', 'grad W', D, T, D, 'product', L),
+               ('output projection', 'grad in', T, D, D, 'linear', L),
+               ('attention-weighted values', 'd weights = v g^T', T, D, T, 'product', L),
+               ('attention-weighted values', 'd v = w^T g', T, T, D, 'product', L),
+               ('attention scores', 'd q = ds k', T, T, D, 'product', L),
+               ('attention scores', 'd k = ds^T q', T, T, D, 'product', L),
+               ('QKV projection', 'grad W', D, T, 3 * D, 'product', L),
+               ('QKV projection', 'grad in', T, 3 * D, D, 'linear', L)]
+LANES_CORES = [('Zen 3 (v3)', 'v3', 32, 'zen3'), ('Intel (v4)', 'v4', 64, 'sapphirerapids'),
+               ('Intel (v3)', 'v3', 32, 'sapphirerapids'), ('Zen 4 (v4)', 'v4', 32, 'zen4'),
+               ('Zen 5 (v4)', 'v4', 64, 'zen5')]
+
+def lanes_tiles(variant, rows, O):
+    """lanes_tiles' tiles of a product: ((R, NO), count), rows in R's then single rows, columns in
+    NO's then one tile of the rest, for each vector of lanes."""
+    W, R, NO = LANES_SHAPE[variant]
+    chunks = 16 // W
+    out = []
+    for r, nr in ((R, rows // R), (1, rows % R)):
+        if not nr: continue
+        if O // NO: out.append(((r, NO), nr * (O // NO) * chunks))
+        if O % NO: out.append(((r, O % NO), nr * chunks))
+    return out
+
+def lanes_class_cycles(variant, W, R, NO, kind, source):
+    xs = [results[l['name']][source] for l in lanes_classes.get((variant, W, R, NO, kind), [])]
+    xs = [x[0] if isinstance(x, tuple) else x for x in xs if x is not None]
+    if not xs: raise SystemExit('no k-loop of the lanes tile %s in the build\'s functions' % ((variant, W, R, NO, kind),))
+    return sum(xs) / len(xs)
+
+print('The reference study\'s products for one group of 16 examples across the lanes (k-loops only):')
+print('| layer | product | rows x K x O (times a group) | B | ' + ' | '.join('%s cycles | share' % c[0] for c in LANES_CORES) + ' |')
+print('|' + '---|' * (4 + 2 * len(LANES_CORES)))
+total_flops, total_cycles = 0, {c[0]: 0.0 for c in LANES_CORES}
+for layer, what, n, K, O, kind, times in lanes_group:
+    flops = 2 * n * K * O * times * 16
+    total_flops += flops
+    cells = []
+    for cname, variant, peak, source in LANES_CORES:
+        W = LANES_SHAPE[variant][0]
+        cycles = sum(count * K * times * lanes_class_cycles(variant, W, R, NO, kind, source)
+                     for (R, NO), count in lanes_tiles(variant, n, O))
+        total_cycles[cname] += cycles
+        cells += ['%.0f' % cycles, '%.0f%%' % (100 * flops / peak / cycles)]
+    print('| %s | %s | %d x %d x %d (x%d) | %s | %s |' % (layer, what, n, K, O, times,
+                                                        'weight' if kind == 'linear' else 'lanes', ' | '.join(cells)))
+print('| all products | | %d flop | | %s |' % (total_flops, ' | '.join(
+    '%.0f | %.0f%%' % (total_cycles[c[0]], 100 * total_flops / c[2] / total_cycles[c[0]]) for c in LANES_CORES)))
+print()
+print('The tiles: 5 x 4 on x86-64-v4 (16 lanes), 2 x 5 on x86-64-v3 (8 lanes, each tile twice), single rows and')
+print('a narrower last tile for the rest. cycles: tiles x K x their loop\'s cycles a k; share: the useful flops over')
+print('those cycles at the core\'s FMA peak (32 flop a cycle on Zen 3, Zen 4 and Intel\'s 8-lane FMAs, 64 on Intel')
+print('and Zen 5 with 16 lanes). The tiles\' first loads, their stores (and epilogues) and the calls are not counted:')
+print('the driver times them with the loops (its line "the step\'s products of a group of 16 examples").')
 PY
 
 # 6. The model against this core.
