@@ -10,7 +10,7 @@
 #
 # What it does:
 #  1. compiles scripts/mca_driver.cpp (src/model/cpu_layers.h unchanged, its kernels in the
-#     build's flags: -O3 -DNDEBUG -std=c++17, each variant through the header's own target
+#     build's flags: -O3 -DNDEBUG -std=c++17 -fno-math-errno, each variant through the header's own target
 #     attributes) to assembly, $OUT/driver.s;
 #  2. finds every single-block innermost loop of the build's product functions
 #     (matmul_x86_64_v3 / _v4, emitted in the same file, and checked to be the same
@@ -52,8 +52,8 @@ rm -rf "$OUT/loops" "$OUT/mca"
 mkdir -p "$OUT/loops" "$OUT/mca"
 
 # 1. The assembly, with the build's flags (build/compile_commands.json: -O3 -DNDEBUG
-#    -std=c++17; no -march: the variants come from the target attributes).
-"$CXX" -O3 -DNDEBUG -std=c++17 -Wno-psabi -Isrc -S -o "$OUT/driver.s" scripts/mca_driver.cpp
+#    -std=c++17 -fno-math-errno; no -march: the variants come from the target attributes).
+"$CXX" -O3 -DNDEBUG -std=c++17 -fno-math-errno -Wno-psabi -Isrc -S -o "$OUT/driver.s" scripts/mca_driver.cpp
 "$CXX" -o "$OUT/driver" "$OUT/driver.s"
 # The product functions here against the build's, instruction by instruction (registers and
 # addresses aside), when there is a build.
