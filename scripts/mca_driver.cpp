@@ -1,8 +1,9 @@
 // scripts/mca_driver.cpp: the fused CPU step's hot loops, alone, for scripts/mca_model.sh.
 // Not part of the build, the tests or CI. It includes src/model/cpu_layers.h unchanged and
-// compiles its kernels the way the build does (-O3 -std=c++17 -fno-math-errno, each variant through the same
-// target attributes as the header's run_x86_64_v3 / run_x86_64_v4), one out-of-line function
-// per distinct inner loop, so that each function's innermost loop is that kernel's hot loop:
+// compiles its kernels the way the build does (-O3 -std=c++17 -fno-math-errno, each variant
+// through the same target attributes as the header's run_x86_64_v3 / run_x86_64_v4), one
+// out-of-line function per distinct inner loop, so that each function's innermost loop is
+// that kernel's hot loop:
 //
 //   tile_v3_w8_r<R>_nv<NV>: matmul_tile's k-loop (R rows x NV vectors of accumulators, one
 //     FMA each per k), the only loop of every matrix product, alone, to be timed;

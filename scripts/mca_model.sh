@@ -10,8 +10,8 @@
 #
 # What it does:
 #  1. compiles scripts/mca_driver.cpp (src/model/cpu_layers.h unchanged, its kernels in the
-#     build's flags: -O3 -DNDEBUG -std=c++17 -fno-math-errno, each variant through the header's own target
-#     attributes) to assembly, $OUT/driver.s;
+#     build's flags: -O3 -DNDEBUG -std=c++17 -fno-math-errno, each variant through the
+#     header's own target attributes) to assembly, $OUT/driver.s;
 #  2. finds every single-block innermost loop of the build's product functions
 #     (matmul_x86_64_v3 / _v4, emitted in the same file, and checked to be the same
 #     instructions as build/'s fused_cpu.cpp.o when there is one) and of the driver's other
