@@ -251,10 +251,16 @@ def fused(out):
     # train.gpu_tile_examples; the same numbers and occupancy; fgt<E>.json the same with the
     # kept activations in global memory, train.gpu_kept_activations=global, whose tile holds
     # more): what a tile's fixed costs take.
+    # The cases with the kept activations in global memory (fk<key>.json, below), read once:
+    # the reference case's is also the global sweep's tile as large as fits.
+    kept_runs = {}
+    for key, _, _ in FUSED_CASES:
+        path = os.path.join(out, "fk%s.json" % key)
+        if os.path.exists(path):
+            kept_runs[key] = load(path)
+            used.append(path)
     sweep = []
-    kept_whole = os.path.join(out, "fkr.json")  # the reference step kept in global memory, tiles as large as fit
-    for prefix, kept_where, whole in (("ft", "shared", study),
-                                      ("fgt", "global", load(kept_whole) if os.path.exists(kept_whole) else None)):
+    for prefix, kept_where, whole in (("ft", "shared", study), ("fgt", "global", kept_runs.get("r"))):
         rows = []
         for name in os.listdir(out):
             if not (name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-5].isdigit()):
@@ -277,11 +283,9 @@ def fused(out):
     # the same numbers, a tile of more examples) beside each case's step with them in shared memory.
     kept = []
     for key, label, _ in FUSED_CASES:
-        path = os.path.join(out, "fk%s.json" % key)
-        if not os.path.exists(path):
+        if key not in kept_runs:
             continue
-        run = load(path)
-        used.append(path)
+        run = kept_runs[key]
         case = next(c for c in cases if c["case"] == label)
         seconds = run["members"] / run["member_steps_per_second"]
         kept.append({"case": label, "bench": run, "step_seconds": seconds,
