@@ -265,32 +265,37 @@ constexpr LanesGroupProduct kLanesGroupProducts[] = {
     {kT, kD, kT, false, false, kL},    {kT, kT, kD, false, true, kL},    {kT, kT, kD, false, false, kL},
     {kT, kT, kD, false, true, kL},     {kD, kT, 3 * kD, false, true, kL}, {kT, 3 * kD, kD, true, false, kL}};
 
-// Seconds for one group of 16 examples' products across the lanes, the fastest of many runs;
-// their flops (all 16 lanes') to `flops`.
-__attribute__((noinline)) double lanes_group_products_seconds(double& flops) {
-  constexpr int64_t kMax = 64 * 64 * 16;
-  std::vector<float> A(kMax, 0.5f), B(kMax, 0.25f), C(kMax, 0.0f);
+// Seconds for one group of 16 examples' products, call(g) running product g of the list, the
+// fastest of 400 runs; their flops (all 16 lanes') to `flops`.
+template <class Call>
+double lanes_group_fastest(double& flops, const Call& call) {
   flops = 0;
   for (const LanesGroupProduct& g : kLanesGroupProducts) flops += 2.0 * g.rows * g.K * g.O * g.times * 16;
   double best = 1e9;
   for (int run = 0; run < 400; ++run) {
     const double start = seconds_now();
-    for (const LanesGroupProduct& g : kLanesGroupProducts) {
-      // A (rows, K) vectors, or read transposed from (K, rows) as a weight gradient reads it;
-      // B (K, O); a weight gradient accumulates.
-      const PrototypeProduct p{A.data(), g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B.data(), g.O, 1,
-                           C.data(), g.O, g.rows, g.K, g.O, g.a_transposed};
-      for (int t = 0; t < g.times; ++t) (g.weights ? lanes_product_weights : lanes_product_examples)(p);
-    }
+    for (const LanesGroupProduct& g : kLanesGroupProducts) call(g);
     best = std::min(best, seconds_now() - start);
   }
   return best;
 }
 
-// The same group of 16 examples' products through the build's functions (the step's calls:
-// lanes_linear for a layer's forward and input gradient, W broadcast; lanes_product for the
-// attention's and, accumulating, the weight gradients), the fastest of many runs; their flops
-// (all 16 lanes') to `flops`. The operands 64-byte aligned, as the step's workspace is.
+// The group's products through the prototype's tiles.
+__attribute__((noinline)) double lanes_group_products_seconds(double& flops) {
+  constexpr int64_t kMax = 64 * 64 * 16;
+  std::vector<float> A(kMax, 0.5f), B(kMax, 0.25f), C(kMax, 0.0f);
+  return lanes_group_fastest(flops, [&](const LanesGroupProduct& g) {
+    // A (rows, K) vectors, or read transposed from (K, rows) as a weight gradient reads it;
+    // B (K, O); a weight gradient accumulates.
+    const PrototypeProduct p{A.data(), g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B.data(), g.O, 1,
+                             C.data(), g.O, g.rows, g.K, g.O, g.a_transposed};
+    for (int t = 0; t < g.times; ++t) (g.weights ? lanes_product_weights : lanes_product_examples)(p);
+  });
+}
+
+// The same group through the build's functions (the step's calls: lanes_linear for a layer's
+// forward and input gradient, W broadcast; lanes_product for the attention's and,
+// accumulating, the weight gradients), the operands 64-byte aligned, as the step's workspace is.
 __attribute__((noinline)) double build_lanes_group_seconds(void (*linear)(const LanesLinear&),
                                                             void (*product)(const LanesProduct&), double& flops) {
   constexpr int64_t kMax = 64 * 64 * 16;
@@ -300,25 +305,18 @@ __attribute__((noinline)) double build_lanes_group_seconds(void (*linear)(const 
     return p;
   };
   float *A = aligned(0.5f), *B = aligned(0.25f), *C = aligned(0.0f);
-  flops = 0;
-  for (const LanesGroupProduct& g : kLanesGroupProducts) flops += 2.0 * g.rows * g.K * g.O * g.times * 16;
-  double best = 1e9;
-  for (int run = 0; run < 400; ++run) {
-    const double start = seconds_now();
-    for (const LanesGroupProduct& g : kLanesGroupProducts) {
-      // A (rows, K) in lanes, or read transposed from (K, rows) as a weight gradient reads it;
-      // B (K, O), a weight (floats) or in lanes; a weight gradient accumulates.
-      if (g.weights) {
-        const LanesLinear p{A, g.K, B, g.O, nullptr, C, g.O, g.rows, g.K, g.O};
-        for (int t = 0; t < g.times; ++t) linear(p);
-      } else {
-        const LanesProduct p{A, g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B, g.O, 1, C, g.O, 1,
-                             g.rows, g.K, g.O, g.a_transposed};
-        for (int t = 0; t < g.times; ++t) product(p);
-      }
+  const double best = lanes_group_fastest(flops, [&](const LanesGroupProduct& g) {
+    // A (rows, K) in lanes, or read transposed from (K, rows) as a weight gradient reads it;
+    // B (K, O), a weight (floats) or in lanes; a weight gradient accumulates.
+    if (g.weights) {
+      const LanesLinear p{A, g.K, B, g.O, nullptr, C, g.O, g.rows, g.K, g.O};
+      for (int t = 0; t < g.times; ++t) linear(p);
+    } else {
+      const LanesProduct p{A, g.a_transposed ? 1 : g.K, g.a_transposed ? g.rows : 1, B, g.O, 1, C, g.O, 1,
+                           g.rows, g.K, g.O, g.a_transposed};
+      for (int t = 0; t < g.times; ++t) product(p);
     }
-    best = std::min(best, seconds_now() - start);
-  }
+  });
   for (float* p : {A, B, C}) std::free(p);
   return best;
 }
