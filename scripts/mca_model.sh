@@ -258,15 +258,22 @@ for loop in loops:
     if loop['build'] and loop['cls'] and not loop['lanes']: classes.setdefault(loop['cls'], []).append(loop)
 hdr = ['tile (variant, lanes, R x NV, A)', 'copies', 'insns', 'FMAs', 'chains', 'reloads', 'znver3',
        'icelake-server', 'sapphirerapids', 'Zen 3 est.', 'Zen 4 est.', 'Zen 5 est.']
+def table_head(hdr):
+    print('| ' + ' | '.join(hdr) + ' |')
+    print('|' + '---|' * len(hdr))
+
+def zen_cell(rs, core):
+    """A core's estimate over a tile's copies: the cycles' span and what bounds them."""
+    if core not in rs[0]: return ''
+    return '%s (%s)' % (span(rs, lambda r: r[core][0]), '/'.join(sorted({r[core][1] for r in rs})))
+
 print('The build\'s product loops (matmul_x86_64_v3 / _v4), by tile; cycles per k iteration:')
-print('| ' + ' | '.join(hdr) + ' |')
-print('|' + '---|' * len(hdr))
+table_head(hdr)
 for cls in sorted(classes):
     ls = classes[cls]
     v, W, R, NV, contiguous = cls
     rs = [results[l['name']] for l in ls]
-    zen = lambda k: ('' if k not in rs[0] else '%s (%s)' % (span(rs, lambda r: r[k][0]),
-                                                            '/'.join(sorted({r[k][1] for r in rs}))))
+    zen = lambda core: zen_cell(rs, core)
     reloads = sorted({sum(1 for x in l['body'] if re.search(r'\(%rsp\)', x)) for l in ls})
     print('| %s w%d %dx%d %s | %d | %s | %d | %d | %s | %s | %s | %s | %s |' % (
         v, W, R, NV, 'contiguous' if contiguous else 'strided', len(ls),
@@ -396,14 +403,12 @@ hdr = ['tile (variant, lanes, R x NO, B)', 'copies', 'insns', 'FMAs', 'loads a k
        'icelake-server', 'sapphirerapids', 'Zen 3 est.', 'Zen 4 est.', 'Zen 5 est.']
 print('The step\'s products across the lanes (lanes_linear_x86_64_v3 / _v4: B a weight, broadcast; lanes_product_')
 print('x86_64_v3 / _v4: B in lanes), by tile; cycles per k iteration:')
-print('| ' + ' | '.join(hdr) + ' |')
-print('|' + '---|' * len(hdr))
+table_head(hdr)
 for cls in sorted(lanes_classes):
     ls = lanes_classes[cls]
     v, W, R, NO, kind = cls
     rs = [results[l['name']] for l in ls]
-    zen = lambda k: ('' if k not in rs[0] else '%s (%s)' % (span(rs, lambda r: r[k][0]),
-                                                            '/'.join(sorted({r[k][1] for r in rs}))))
+    zen = lambda core: zen_cell(rs, core)
     vec, bro, _ = loads_of(ls[0]['body'])
     print('| %s w%d %dx%d %s | %d | %s | %d | %d/%d | %s | %s | %s | %s |' % (
         v, W, R, NO, 'weight' if kind == 'linear' else 'lanes', len(ls),
