@@ -17,7 +17,8 @@ void fused_step_emulate(const FusedStepArgs& args, const Emulation& emulation) {
   if (emulation.threads < 1) throw std::invalid_argument("fused_step_emulate: threads must be >= 1");
   if (args.tile.E < 1) throw std::invalid_argument("fused_step_emulate: a tile of no examples");
   if (!fused_step_args_complete(args))
-    throw std::invalid_argument("fused_step_emulate: args.divisors are not step_divisors(args.s), or the partitions do not cover the batch");
+    throw std::invalid_argument("fused_step_emulate: args.divisors are not step_divisors(args.s), the partitions do not cover the batch, "
+                                "or args.kept does not match args.tile.kept_global");
   std::vector<float> shared(static_cast<size_t>(args.tile.floats));
   const float poison = std::numeric_limits<float>::quiet_NaN();
   for (int m = 0; m < args.members; ++m)
